@@ -1,0 +1,78 @@
+"""Algorithm registry: short name -> (Algorithm class, Config class), imported lazily.
+
+Importing :mod:`rllib_fair` does not import Ray or torch; the classes are imported the
+first time a name is resolved. Every registered config mixes in
+:class:`rllib_fair.rllib.config.FairnessConfigMixin`, so the shared fairness settings
+(``fairness_notion``, ...) are typed fields of every algorithm, the baseline's included.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """Where a registered algorithm lives and what it is.
+
+    Attributes:
+        name: registry name used in YAML ``run:`` and on the command line.
+        module: module holding both classes.
+        algo_class: name of the ``Algorithm`` subclass.
+        config_class: name of the ``AlgorithmConfig`` subclass.
+        paper: the method's paper and what the implementation takes from it.
+    """
+
+    name: str
+    module: str
+    algo_class: str
+    config_class: str
+    paper: str
+
+
+ALGORITHMS: dict[str, AlgorithmSpec] = {
+    spec.name: spec
+    for spec in [
+        AlgorithmSpec(
+            name="PPO",
+            module="rllib_fair.algorithms.ppo.ppo",
+            algo_class="FairPPO",
+            config_class="FairPPOConfig",
+            paper=(
+                "G-PPO baseline: PPO (Schulman et al. 2017) on the reward only, with "
+                "fairness metrics; the unconstrained baseline of Yu et al. 2022 and Xu et al. 2024"
+            ),
+        ),
+    ]
+}
+
+
+def list_algorithms() -> list[str]:
+    """Returns the registered algorithm names, sorted."""
+    return sorted(ALGORITHMS)
+
+
+def get_spec(name: str) -> AlgorithmSpec:
+    """Returns the spec of a registered algorithm.
+
+    Raises:
+        ValueError: one line naming the bad value and the valid choices.
+    """
+    if name not in ALGORITHMS:
+        raise ValueError(
+            f"run: unknown algorithm {name!r}; valid choices: {', '.join(list_algorithms())}"
+        )
+    return ALGORITHMS[name]
+
+
+def get_algorithm_class(name: str):
+    """Returns the ``Algorithm`` subclass registered as ``name`` (imports it lazily)."""
+    spec = get_spec(name)
+    return getattr(importlib.import_module(spec.module), spec.algo_class)
+
+
+def get_config_class(name: str):
+    """Returns the ``AlgorithmConfig`` subclass registered as ``name`` (imports it lazily)."""
+    spec = get_spec(name)
+    return getattr(importlib.import_module(spec.module), spec.config_class)

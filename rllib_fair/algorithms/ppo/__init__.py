@@ -1,0 +1,1 @@
+"""G-PPO: the unconstrained PPO baseline with rllib-fair's fairness settings and metrics."""

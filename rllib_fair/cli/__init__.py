@@ -1,0 +1,138 @@
+"""Command line: ``rllib-fair train FILE.yaml``, ``rllib-fair envs``, ``rllib-fair algos``.
+
+Exit codes: 0 success; 1 a run failed or ``--as-test`` criteria were not met;
+2 bad input (one line on stderr naming the key, the bad value and the valid choices,
+and nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rllib-fair",
+        description="Long-term fairness experiments on Ray RLlib.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="run a tuned-example YAML file through Ray Tune")
+    t.add_argument("file", help="tuned-example YAML file")
+    t.add_argument("--as-test", action="store_true", help="check pass_criteria; exit 1 if unmet")
+    t.add_argument("--stop", action="append", metavar="KEY=VALUE", help="override a stop value")
+    t.add_argument(
+        "--config", action="append", metavar="KEY=VALUE", help="override a config setting"
+    )
+    t.add_argument("--num-env-runners", type=int, default=None, help="remote env runners")
+    t.add_argument("--storage-path", default=None, help="results folder (default ./results)")
+    t.add_argument("--seed", type=int, default=None, help="random seed of every trial")
+    t.add_argument("--num-cpus", type=int, default=None, help="CPUs for a local Ray instance")
+    sub.add_parser("envs", help="list the registered environments")
+    sub.add_parser("algos", help="list the registered algorithms")
+    return p
+
+
+def _cmd_envs() -> int:
+    from rllib_fair.envs import ENV_IDS, env_info
+
+    for env_id in ENV_IDS:
+        m = env_info(env_id)
+        print(f"{env_id}")
+        print(f"    groups:  {', '.join(m['group_names'])}")
+        notions = [
+            n + (" (default)" if n == m["default_notion"] else "") for n in m["supported_notions"]
+        ]
+        print(f"    notions: {', '.join(notions)}")
+        print(f"    {m['description']}")
+    return 0
+
+
+def _cmd_algos() -> int:
+    from rllib_fair.algorithms import ALGORITHMS
+
+    for name, spec in sorted(ALGORITHMS.items()):
+        print(f"{name:<10} {spec.module}.{spec.algo_class}")
+        print(f"           {spec.paper}")
+    return 0
+
+
+def _cmd_train(args) -> int:
+    from rllib_fair.cli.experiment import (
+        ExperimentError,
+        load_experiments,
+        parse_overrides,
+        validate_experiment,
+    )
+
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        specs = load_experiments(args.file)
+        stop = parse_overrides(args.stop, "--stop")
+        config = parse_overrides(args.config, "--config")
+        exps = [
+            validate_experiment(
+                name,
+                spec,
+                stop_overrides=stop,
+                config_overrides=config,
+                num_env_runners=args.num_env_runners,
+                seed=args.seed,
+                storage_path=args.storage_path,
+            )
+            for name, spec in specs.items()
+        ]
+        if args.as_test:
+            missing = [e.name for e in exps if not e.pass_criteria]
+            if missing:
+                raise ExperimentError(
+                    f"pass_criteria: --as-test needs a pass_criteria block; missing in {missing[0]!r}"
+                )
+    except ExperimentError as e:
+        print(f"rllib-fair: error: {e}", file=sys.stderr)
+        return 2
+
+    import ray
+    import torch
+
+    from rllib_fair.cli.runner import check_pass, print_table, run_experiment
+
+    torch.set_num_threads(1)
+    if not ray.is_initialized():
+        ray.init(
+            address=os.environ.get("RAY_ADDRESS"),
+            num_cpus=args.num_cpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+        )
+    code = 0
+    messages = []
+    for exp in exps:
+        summary = run_experiment(exp, as_test=args.as_test, storage_path=args.storage_path)
+        print_table(exp, summary)
+        if any(t["error"] for t in summary["trials"]):
+            code = 1
+        if args.as_test:
+            ok, msg = check_pass(exp, summary)
+            messages.append(msg)
+            if not ok:
+                code = 1
+    for msg in messages:
+        print(msg, file=sys.stdout if code == 0 else sys.stderr)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``rllib-fair`` console script."""
+    args = _parser().parse_args(argv)
+    if args.command == "envs":
+        return _cmd_envs()
+    if args.command == "algos":
+        return _cmd_algos()
+    return _cmd_train(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

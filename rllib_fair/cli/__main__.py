@@ -1,0 +1,7 @@
+"""``python -m rllib_fair.cli``."""
+
+import sys
+
+from rllib_fair.cli import main
+
+sys.exit(main())

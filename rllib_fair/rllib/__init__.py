@@ -1,0 +1,1 @@
+"""RLlib glue: shared fairness config settings, metrics callback, learner connector, keys."""

@@ -1,0 +1,217 @@
+"""Fairness metrics in every training result (and so in TensorBoard).
+
+Env-runner side (:meth:`FairnessMetricsCallback.on_sample_end`): for every episode
+chunk a sample call returns, the per-step counts in the infos (``infos[1:]``, see
+:mod:`rllib_fair.rllib.connectors`) are mapped to supply and demand by each logged
+notion and summed; the per-step disparity Delta_t is computed for every step
+(resuming across chunks of the same episode); finished episodes add their own gap.
+Only *sums* are logged (``reduce="sum"``), so numbers from several env runners combine
+exactly.
+
+Algorithm side (:meth:`FairnessMetricsCallback.on_train_result`): the sums become the
+keys documented in :mod:`rllib_fair.rllib.keys` under ``result["fairness"][notion]``
+(and ``result["evaluation"]["fairness"]``): long-term benefit rate per group as the
+ratio *after* aggregation (Xu et al. 2024, Def. 2.3), the gap (Eq. 1), supply and
+demand per group, mean per-step disparity and mean episode gap.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from ray.rllib.callbacks.callbacks import RLlibCallback
+
+from rllib_fair.fairness.counts import NUM_FIELDS
+from rllib_fair.fairness.ledger import benefit_rates, bias, ratio
+from rllib_fair.fairness.notions import get_notion
+from rllib_fair.fairness.sequence import running_disparity
+from rllib_fair.rllib import keys
+
+logger = logging.getLogger(__name__)
+
+
+def episode_counts(episode) -> np.ndarray:
+    """Stacks the fairness counts of an episode chunk's transitions into ``[T, F, G]``.
+
+    Row t is the info returned by ``env.step(a_t)`` (the chunk's ``infos[t + 1]``).
+    Returns an array with ``T = 0`` rows when the env emits no ``"fairness"`` info.
+    """
+    infos = episode.get_infos()
+    rows = [info["fairness"] for info in infos[1:] if "fairness" in info]
+    if not rows:
+        return np.zeros((0, NUM_FIELDS, 0))
+    return np.stack(rows).astype(np.float64, copy=False)
+
+
+def _group_names(config, n_groups: int) -> list[str]:
+    from rllib_fair.rllib.config import _env_meta
+
+    meta = _env_meta(getattr(config, "env", None))
+    if meta is not None and n_groups in (-1, len(meta["group_names"])):
+        return list(meta["group_names"])
+    return [f"group_{g}" for g in range(max(n_groups, 0))]
+
+
+def _notions_of(config) -> list[str]:
+    if hasattr(config, "fairness_notions_to_log"):
+        return config.fairness_notions_to_log()
+    return ["equal_opportunity"]
+
+
+class FairnessMetricsCallback(RLlibCallback):
+    """Logs supply, demand, long-term benefit rates, gaps and per-step disparity.
+
+    Installed automatically by :class:`rllib_fair.rllib.config.FairnessConfigMixin`.
+    Settings come from the algorithm config: ``fairness_notion`` (plus
+    ``fairness_log_notions``), ``fairness_disparity_window``, ``fairness_smoothing``.
+    """
+
+    def __init__(self):
+        super().__init__()
+        # (episode id, notion) -> DisparityCarry for episodes still running.
+        self._carries: dict = {}
+        self._warned = False
+
+    # ------------------------------------------------------------------ env runners
+    def on_sample_end(self, *, env_runner=None, metrics_logger=None, samples=None, **kwargs):
+        """Sums supply/demand and per-step disparity over the returned chunks."""
+        if env_runner is None or metrics_logger is None or not samples:
+            return
+        config = env_runner.config
+        window = getattr(config, "fairness_disparity_window", None)
+        smoothing = getattr(config, "fairness_smoothing", 0.0)
+        notions = _notions_of(config)
+        totals: dict = {}
+        for episode in samples:
+            counts = episode_counts(episode)
+            if counts.shape[0] == 0:
+                if not self._warned and len(episode) > 0:
+                    logger.warning(
+                        "FairnessMetricsCallback: env %r puts no 'fairness' counts into "
+                        "info; no fairness metrics are reported",
+                        config.env,
+                    )
+                    self._warned = True
+                continue
+            done = episode.is_done
+            for name in notions:
+                notion = get_notion(name)
+                supply, demand = notion.supply_demand(counts)
+                key = (episode.id_, name)
+                gaps, carry = running_disparity(
+                    notion,
+                    counts,
+                    window=window,
+                    smoothing=smoothing,
+                    carry=self._carries.pop(key, None),
+                )
+                acc = totals.setdefault(
+                    name,
+                    {
+                        "supply": np.zeros(supply.shape[1:]),
+                        "demand": np.zeros(demand.shape[1:]),
+                        "gap_sum": 0.0,
+                        "steps": 0,
+                        "ep_bias_sum": 0.0,
+                        "episodes": 0,
+                    },
+                )
+                acc["supply"] += supply.sum(axis=0)
+                acc["demand"] += demand.sum(axis=0)
+                acc["gap_sum"] += float(gaps.sum())
+                acc["steps"] += int(gaps.shape[0])
+                if done:
+                    ep_supply, ep_demand = notion.supply_demand(carry.total)
+                    rates, defined = benefit_rates(ep_supply, ep_demand, smoothing=smoothing)
+                    acc["ep_bias_sum"] += float(np.max(bias(rates, defined)))
+                    acc["episodes"] += 1
+                else:
+                    self._carries[key] = carry
+        for name, acc in totals.items():
+            groups = _group_names(config, acc["supply"].shape[-1])
+            pairs = get_notion(name).pair_names
+            for which in ("supply", "demand"):
+                for k, pair in enumerate(pairs):
+                    for g, group in enumerate(groups):
+                        metrics_logger.log_value(
+                            (keys.RAW, name, which, pair, group),
+                            float(acc[which][k, g]),
+                            reduce="sum",
+                        )
+            for raw_key, value in (
+                (keys.RAW_STEP_DISPARITY_SUM, acc["gap_sum"]),
+                (keys.NUM_STEPS, acc["steps"]),
+                (keys.RAW_EPISODE_BIAS_SUM, acc["ep_bias_sum"]),
+                (keys.NUM_EPISODES, acc["episodes"]),
+            ):
+                metrics_logger.log_value((keys.RAW, name, raw_key), float(value), reduce="sum")
+
+    # ------------------------------------------------------------------ algorithm
+    def on_train_result(self, *, algorithm=None, metrics_logger=None, result=None, **kwargs):
+        """Turns the summed raw numbers into the documented fairness keys."""
+        if result is None:
+            return
+        config = getattr(algorithm, "config", None)
+        order = _group_names(config, -1) if config is not None else []
+        _finalize(result, order)
+        evaluation = result.get("evaluation")
+        if isinstance(evaluation, dict):
+            _finalize(evaluation, order)
+
+
+def _finalize(scope: dict, group_order: list[str]) -> None:
+    runners = scope.get("env_runners")
+    if not isinstance(runners, dict) or keys.RAW not in runners:
+        return
+    raw = runners.pop(keys.RAW)
+    out = scope.setdefault(keys.FAIRNESS, {})
+    for name, data in raw.items():
+        out[name] = summarize_raw(name, data, group_order)
+
+
+def summarize_raw(notion_name: str, data: dict, group_order: list[str] | None = None) -> dict:
+    """Builds one notion's result dict from the summed raw numbers.
+
+    Args:
+        notion_name: the notion's short name.
+        data: ``{"supply": {pair: {group: x}}, "demand": {...}, "<raw sums>": x}``.
+        group_order: the environment's group names in order (others follow sorted).
+
+    Returns:
+        The nested dict documented in :mod:`rllib_fair.rllib.keys`.
+    """
+    notion = get_notion(notion_name)
+    pairs = list(notion.pair_names)
+    present = list(data["supply"][pairs[0]].keys())
+    # The env's group order where known (merging across runners may reorder keys).
+    groups = [g for g in (group_order or []) if g in present]
+    groups += sorted(g for g in present if g not in groups)
+    supply = np.array([[float(data["supply"][p][g]) for g in groups] for p in pairs])
+    demand = np.array([[float(data["demand"][p][g]) for g in groups] for p in pairs])
+    rates, defined = benefit_rates(supply, demand)
+    gaps = np.asarray(bias(rates, defined), dtype=np.float64).reshape(len(pairs))
+    ratios = np.asarray(ratio(rates, defined), dtype=np.float64).reshape(len(pairs))
+    steps = float(data.get(keys.NUM_STEPS, 0.0))
+    episodes = float(data.get(keys.NUM_EPISODES, 0.0))
+
+    def per_group(values: np.ndarray) -> dict:
+        if len(pairs) == 1:
+            return {g: float(values[0, i]) for i, g in enumerate(groups)}
+        return {p: {g: float(values[k, i]) for i, g in enumerate(groups)} for k, p in enumerate(pairs)}
+
+    out = {
+        keys.BIAS: float(gaps.max()),
+        keys.RATIO: float(ratios.min()),
+        keys.RATE: per_group(rates),
+        keys.SUPPLY: per_group(supply),
+        keys.DEMAND: per_group(demand),
+        keys.STEP_DISPARITY_MEAN: float(data.get(keys.RAW_STEP_DISPARITY_SUM, 0.0)) / steps
+        if steps > 0
+        else 0.0,
+        keys.NUM_STEPS: steps,
+        keys.NUM_EPISODES: episodes,
+    }
+    if episodes > 0:
+        out[keys.EPISODE_BIAS_MEAN] = float(data.get(keys.RAW_EPISODE_BIAS_SUM, 0.0)) / episodes
+    return out

@@ -1,0 +1,212 @@
+"""The shared ``fairness(...)`` settings every rllib-fair AlgorithmConfig knows.
+
+:class:`FairnessConfigMixin` is mixed into each registered config class (the G-PPO
+baseline's included), in front of the RLlib base config::
+
+    class FairPPOConfig(FairnessConfigMixin, PPOConfig): ...
+
+It contributes typed fields with a keyword-only setter, checks in ``validate()`` whose
+messages say what to change, and two pieces of wiring:
+
+* the :class:`~rllib_fair.rllib.callbacks.FairnessMetricsCallback` is always part of
+  ``callbacks_class`` (user callbacks are appended, never replace it) while
+  ``fairness_metrics`` is True;
+* the :class:`~rllib_fair.rllib.connectors.AddFairnessColumns` learner connector is
+  placed first among the custom learner pieces (so right after RLlib's
+  ``AddOneTsToEpisodesAndTruncate``) while ``fairness_columns`` is True.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import NotProvided
+
+from rllib_fair.fairness.notions import get_notion, list_notions
+
+
+class FairnessConfigMixin:
+    """Adds the shared fairness settings to an RLlib ``AlgorithmConfig`` subclass.
+
+    Attributes:
+        fairness_notion: short name of the fairness notion whose gap the algorithm
+            reports (and, for fairness-aware algorithms, optimises). None means the
+            environment's documented default notion (``DEFAULT_NOTION`` of its class).
+        fairness_log_notions: further notions to report next to the main one.
+        fairness_disparity_window: per-step disparity Delta_t over the last ``n``
+            decisions (SELLF's sliding window) when an int, or the running gap since
+            the episode start (POCAR) when None.
+        fairness_smoothing: constant added to every demand before taking a rate
+            (POCAR's reference adds 1); 0 means exact rates with the zero-demand
+            convention of :mod:`rllib_fair.fairness.ledger`.
+        fairness_metrics: report fairness metrics in every training result.
+        fairness_columns: add the per-step fairness columns to the train batch.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fairness_notion: str | None = None
+        self.fairness_log_notions: list[str] = []
+        self.fairness_disparity_window: int | None = None
+        self.fairness_smoothing: float = 0.0
+        self.fairness_metrics: bool = True
+        self.fairness_columns: bool = True
+        self._user_callbacks: list = []
+        self._sync_callbacks()
+
+    # ----------------------------------------------------------------------- setters
+    def fairness(
+        self,
+        *,
+        notion: str | None = NotProvided,
+        log_notions: list[str] | None = NotProvided,
+        disparity_window: int | None = NotProvided,
+        smoothing: float = NotProvided,
+        metrics: bool = NotProvided,
+        columns: bool = NotProvided,
+    ):
+        """Sets the shared fairness settings (see the class attributes).
+
+        Returns:
+            This updated config.
+        """
+        if notion is not NotProvided:
+            self.fairness_notion = notion
+        if log_notions is not NotProvided:
+            self.fairness_log_notions = list(log_notions or [])
+        if disparity_window is not NotProvided:
+            self.fairness_disparity_window = disparity_window
+        if smoothing is not NotProvided:
+            self.fairness_smoothing = smoothing
+        if metrics is not NotProvided:
+            self.fairness_metrics = metrics
+            self._sync_callbacks()
+        if columns is not NotProvided:
+            self.fairness_columns = columns
+        return self
+
+    def callbacks(self, callbacks_class=NotProvided, **kwargs):
+        """Like RLlib's, but keeps the fairness metrics callback in the list."""
+        if callbacks_class is not NotProvided:
+            from ray.rllib.callbacks.callbacks import RLlibCallback
+            from ray.rllib.utils import force_list
+
+            from rllib_fair.rllib.callbacks import FairnessMetricsCallback
+
+            user = [
+                c
+                for c in force_list(callbacks_class)
+                if c is not None and c is not RLlibCallback and c is not FairnessMetricsCallback
+            ]
+            self._user_callbacks = user
+        super().callbacks(**kwargs)
+        self._sync_callbacks()
+        return self
+
+    def _sync_callbacks(self) -> None:
+        from ray.rllib.callbacks.callbacks import RLlibCallback
+
+        from rllib_fair.rllib.callbacks import FairnessMetricsCallback
+
+        classes = ([FairnessMetricsCallback] if self.fairness_metrics else []) + list(
+            self._user_callbacks
+        )
+        self.callbacks_class = classes or RLlibCallback
+
+    # ------------------------------------------------------------------ resolution
+    def resolved_fairness_notion(self) -> str:
+        """Returns the notion in force: the configured one or the env's default."""
+        if self.fairness_notion is not None:
+            return self.fairness_notion
+        meta = _env_meta(self.env)
+        if meta is None:
+            raise ValueError(
+                f"fairness_notion: None and env {self.env!r} is not a registered rllib-fair "
+                f"environment, so it has no default notion; set one of: {', '.join(list_notions())}"
+            )
+        return meta["default_notion"]
+
+    def fairness_notions_to_log(self) -> list[str]:
+        """Returns the main notion followed by the extra notions, without duplicates."""
+        out = [self.resolved_fairness_notion()]
+        for name in self.fairness_log_notions:
+            if name not in out:
+                out.append(name)
+        return out
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> None:
+        """Checks the fairness settings, then RLlib's own."""
+        super().validate()
+        self.validate_fairness()
+
+    def validate_fairness(self) -> None:
+        """Raises ValueError with a one-line message naming key, value and valid choices."""
+        valid = list_notions()
+        meta = _env_meta(self.env)
+        for key, name in [("fairness_notion", self.fairness_notion)] + [
+            ("fairness_log_notions", n) for n in self.fairness_log_notions
+        ]:
+            if name is None:
+                continue
+            if not isinstance(name, str) or name not in valid:
+                raise ValueError(
+                    f"{key}: unknown fairness notion {name!r}; valid choices: {', '.join(valid)}"
+                )
+            get_notion(name)
+            if meta is not None and name not in meta["supported_notions"]:
+                raise ValueError(
+                    f"{key}: notion {name!r} is not supported by env {self.env!r}; valid "
+                    f"choices: {', '.join(meta['supported_notions'])}"
+                )
+        self.resolved_fairness_notion()
+        w = self.fairness_disparity_window
+        if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
+            raise ValueError(
+                f"fairness_disparity_window: {w!r} is invalid; valid: a positive int "
+                "(last n decisions) or None (running gap since the episode start)"
+            )
+        s = self.fairness_smoothing
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or s < 0:
+            raise ValueError(f"fairness_smoothing: {s!r} is invalid; valid: a number >= 0")
+        for key in ("fairness_metrics", "fairness_columns"):
+            if not isinstance(getattr(self, key), bool):
+                raise ValueError(f"{key}: {getattr(self, key)!r} is invalid; valid: true, false")
+
+    # ------------------------------------------------------------------ connectors
+    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
+        """RLlib's learner pipeline with :class:`AddFairnessColumns` as first custom piece."""
+        pipeline = super().build_learner_connector(
+            input_observation_space, input_action_space, device=device
+        )
+        if self.fairness_columns:
+            from rllib_fair.rllib.connectors import AddFairnessColumns
+
+            meta = _env_meta(self.env)
+            pipeline.prepend(
+                AddFairnessColumns(
+                    input_observation_space,
+                    input_action_space,
+                    n_groups=len(meta["group_names"]) if meta else None,
+                )
+            )
+        return pipeline
+
+    # ------------------------------------------------------------------ (de)serialise
+    def to_dict(self) -> dict[str, Any]:
+        """Like RLlib's; the fairness callback is re-added on load, so drop it here."""
+        d = super().to_dict()
+        d.pop("_user_callbacks", None)
+        return d
+
+
+def _env_meta(env) -> dict | None:
+    """Metadata of a registered rllib-fair env id (or None for anything else)."""
+    if not isinstance(env, str):
+        return None
+    from rllib_fair.envs import ENV_IDS, env_info
+
+    env_id = env.split(":", 1)[1] if ":" in env else env
+    if env_id not in ENV_IDS:
+        return None
+    return env_info(env_id)

@@ -1,0 +1,78 @@
+"""Metric keys and train-batch column names, documented once.
+
+Training results
+----------------
+Every training result of an rllib-fair algorithm carries, for the configured notion
+``N`` (and for each extra notion in ``fairness_log_notions``), a nested dict under
+``result["fairness"][N]``; Tune flattens it to the keys below and its default loggers
+write them to ``progress.csv``, ``result.json`` and TensorBoard (tag prefix
+``ray/tune/``). ``<pair>`` is the notion's supply/demand pair (``tpr``/``fpr`` for
+equalized odds, the notion's only pair otherwise, where the pair level is omitted) and
+``<group>`` a group name of the environment.
+
+================================================  =========================================
+``fairness/<N>/bias``                             gap b = max_g - min_g of the long-term
+                                                  benefit rate over groups (Xu et al. 2024,
+                                                  Eq. 1), max over pairs; the ratio is taken
+                                                  *after* aggregating all steps sampled in the
+                                                  iteration (undiscounted Monte-Carlo
+                                                  estimate of eta^S_g / eta^D_g)
+``fairness/<N>/ratio``                            min_g / max_g of the same rates
+``fairness/<N>/rate/[<pair>/]<group>``            long-term benefit rate S_g / D_g
+``fairness/<N>/supply/[<pair>/]<group>``          summed supply of the iteration's steps
+``fairness/<N>/demand/[<pair>/]<group>``          summed demand of the iteration's steps
+``fairness/<N>/step_disparity_mean``              mean over the iteration's steps of the
+                                                  per-step disparity Delta_t (running gap
+                                                  since the episode start, or over the last
+                                                  ``fairness_disparity_window`` decisions)
+``fairness/<N>/episode_bias_mean``                mean over episodes finished in the
+                                                  iteration of the episode's own gap
+``fairness/<N>/num_steps``                        steps the numbers above are computed from
+``fairness/<N>/num_episodes``                     episodes finished in the iteration
+================================================  =========================================
+
+Zero demand follows :mod:`rllib_fair.fairness.ledger`: a group with no demand has an
+undefined rate, reported as 0 and left out of the gap; no NaN or inf is ever logged.
+The same keys appear under ``evaluation/`` for evaluation runs.
+
+Train-batch columns
+-------------------
+Added by :class:`rllib_fair.rllib.connectors.AddFairnessColumns`; row ``t`` belongs to
+the transition (obs_t, a_t), i.e. to the info returned by ``env.step(a_t)``. The
+artificial bootstrap step RLlib appends to every episode chunk gets zeros.
+"""
+
+from __future__ import annotations
+
+# --- result keys -----------------------------------------------------------------------
+FAIRNESS = "fairness"
+BIAS = "bias"
+RATIO = "ratio"
+RATE = "rate"
+SUPPLY = "supply"
+DEMAND = "demand"
+STEP_DISPARITY_MEAN = "step_disparity_mean"
+EPISODE_BIAS_MEAN = "episode_bias_mean"
+NUM_STEPS = "num_steps"
+NUM_EPISODES = "num_episodes"
+
+# Raw sums logged by the env runners (reduced by summation across runners), turned into
+# the keys above by the callback's ``on_train_result`` and then removed.
+RAW = "fairness_raw"
+RAW_STEP_DISPARITY_SUM = "step_disparity_sum"
+RAW_EPISODE_BIAS_SUM = "episode_bias_sum"
+
+# --- train-batch columns (numeric) -----------------------------------------------------
+COL_COUNTS = "fair_counts"  # float32 [B, NUM_FIELDS, G]
+COL_GROUP = "fair_group"  # int64 [B]; -1 where the step decided about nobody
+COL_DECISION = "fair_decision"  # int64 [B]; -1 where not applicable
+COL_LABEL = "fair_label"  # int64 [B]; -1 where not applicable
+COL_LABEL_OBSERVED = "fair_label_observed"  # int64 [B]; 1 iff the label was revealed
+COL_VALID = "fair_valid"  # bool [B]; False on the artificial bootstrap step
+
+COLUMNS = (COL_COUNTS, COL_GROUP, COL_DECISION, COL_LABEL, COL_LABEL_OBSERVED, COL_VALID)
+
+
+def metric_key(notion: str, *parts: str) -> str:
+    """Returns the flattened result key ``fairness/<notion>/<parts...>``."""
+    return "/".join((FAIRNESS, notion, *parts))

@@ -1,0 +1,82 @@
+"""Gymnasium environments of rllib-fair and their registration.
+
+Every environment is registered as ``fair/<Name>-v<N>`` by :func:`register_envs`, which
+``import rllib_fair`` calls, so ``gymnasium.make("fair/Lending-v0")`` works in any process
+that imported the package (including remote Ray env runners). Nothing in this package
+imports ray or torch.
+
+Every environment reports, at every step, per-group counts in ``info["fairness"]`` (see
+:mod:`rllib_fair.fairness.counts`) plus ``info["group"]``, ``info["label"]``,
+``info["decision"]`` and ``info["label_observed"]`` for the individual decided on.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import gymnasium
+
+from rllib_fair.envs.base import CLASSIFICATION_NOTIONS, FairEnvMixin
+from rllib_fair.envs.lending import LendingEnv
+from rllib_fair.envs.lending_fico import LendingFICOEnv
+
+#: Registered id -> string entry point (``module:Class``).
+ENTRY_POINTS: dict[str, str] = {
+    "fair/Lending-v0": "rllib_fair.envs.lending:LendingEnv",
+    "fair/LendingFICO-v0": "rllib_fair.envs.lending_fico:LendingFICOEnv",
+}
+
+#: Every environment id this package registers.
+ENV_IDS: tuple[str, ...] = tuple(ENTRY_POINTS)
+
+__all__ = [
+    "CLASSIFICATION_NOTIONS",
+    "ENTRY_POINTS",
+    "ENV_IDS",
+    "FairEnvMixin",
+    "LendingEnv",
+    "LendingFICOEnv",
+    "env_class",
+    "env_info",
+    "register_envs",
+]
+
+
+def register_envs() -> None:
+    """Registers every id of :data:`ENV_IDS` with gymnasium; ids already registered are kept.
+
+    Safe to call any number of times (and from several processes). Episode length is
+    handled by each environment's ``max_steps`` argument, so no ``TimeLimit`` is added.
+    """
+    for env_id, entry_point in ENTRY_POINTS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=entry_point)
+
+
+def env_class(env_id: str) -> type:
+    """Returns the environment class of ``env_id`` (imports it; constructs nothing)."""
+    if env_id not in ENTRY_POINTS:
+        raise ValueError(f"env_id={env_id!r}: unknown, expected one of {list(ENV_IDS)}")
+    module_name, _, class_name = ENTRY_POINTS[env_id].partition(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def env_info(env_id: str) -> dict[str, Any]:
+    """Metadata of ``env_id`` for a CLI listing, read from class attributes.
+
+    Returns:
+        ``{"id", "class", "group_names", "n_groups", "supported_notions",
+        "default_notion", "description"}``; ``class`` is the entry point string.
+    """
+    cls = env_class(env_id)
+    description = getattr(cls, "DESCRIPTION", "") or (cls.__doc__ or "").strip().split("\n")[0]
+    return {
+        "id": env_id,
+        "class": ENTRY_POINTS[env_id],
+        "group_names": tuple(cls.GROUP_NAMES),
+        "n_groups": len(cls.GROUP_NAMES),
+        "supported_notions": tuple(cls.SUPPORTED_NOTIONS),
+        "default_notion": cls.DEFAULT_NOTION,
+        "description": description,
+    }

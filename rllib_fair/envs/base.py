@@ -1,0 +1,190 @@
+"""Shared pieces of the rllib-fair environments.
+
+* :class:`FairEnvMixin`: the class attributes every environment declares
+  (``GROUP_NAMES``, ``SUPPORTED_NOTIONS``, ``DEFAULT_NOTION``, ``DESCRIPTION``), read by
+  :func:`rllib_fair.envs.env_info` without constructing the environment, plus a fast,
+  seeded source of uniform draws.
+* Validation helpers that raise one-line :class:`ValueError` messages naming the
+  argument, the bad value and what would be valid.
+
+Nothing here imports ray or torch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+#: Fairness notions (short names of :mod:`rllib_fair.fairness.notions`) that a
+#: classification-style environment (one individual decided per step, true labels known
+#: to the simulator) can report.
+CLASSIFICATION_NOTIONS: tuple[str, ...] = (
+    "equal_opportunity",
+    "demographic_parity",
+    "equalized_odds",
+    "accuracy_parity",
+    "qualification_parity",
+)
+
+#: Tolerance on "probabilities sum to 1".
+PROB_SUM_ATOL = 1e-6
+
+
+class FairEnvMixin:
+    """Group metadata and block-buffered uniform draws for a ``gymnasium.Env``.
+
+    Mix in before :class:`gymnasium.Env` (``class MyEnv(FairEnvMixin, gymnasium.Env)``).
+
+    Class attributes (read without constructing the environment):
+
+    * ``GROUP_NAMES``: one name per group; column ``g`` of ``info["fairness"]`` is
+      ``GROUP_NAMES[g]``.
+    * ``SUPPORTED_NOTIONS``: fairness notions the environment's counts support.
+    * ``DEFAULT_NOTION``: the notion the reference papers used on this environment.
+    * ``DESCRIPTION``: a one-line description for CLI listings.
+
+    Uniform draws: :meth:`_uniform_row` returns a list of ``_UNIFORM_WIDTH`` floats in
+    ``[0, 1)``, taken from a block of ``_UNIFORM_BLOCK`` rows drawn at once from
+    ``self.np_random``. Call :meth:`_reset_uniforms` from ``reset()`` after
+    ``super().reset(seed=seed)``: the buffer is dropped when a seed is given (or the
+    generator was replaced), so a seeded reset always replays the same draws.
+    """
+
+    GROUP_NAMES: ClassVar[tuple[str, ...]] = ()
+    SUPPORTED_NOTIONS: ClassVar[tuple[str, ...]] = CLASSIFICATION_NOTIONS
+    DEFAULT_NOTION: ClassVar[str] = "equal_opportunity"
+    DESCRIPTION: ClassVar[str] = ""
+
+    _UNIFORM_BLOCK: ClassVar[int] = 1024
+    _UNIFORM_WIDTH: ClassVar[int] = 1
+
+    _u_buf: list[list[float]]
+    _u_pos: int
+    _u_rng: Any
+
+    @property
+    def n_groups(self) -> int:
+        """Number of groups (columns of ``info["fairness"]``)."""
+        return len(self.GROUP_NAMES)
+
+    def _reset_uniforms(self, seed: int | None) -> None:
+        """Drops buffered draws after a seeded reset or a replaced generator."""
+        if (
+            seed is not None or getattr(self, "_u_rng", None) is not self._np_random  # type: ignore[attr-defined]
+        ):
+            self._u_buf = []
+            self._u_pos = 0
+            self._u_rng = self._np_random  # type: ignore[attr-defined]
+
+    def _uniform_row(self) -> list[float]:
+        """Returns the next ``_UNIFORM_WIDTH`` uniform draws in ``[0, 1)`` as a list."""
+        pos = self._u_pos
+        buf = self._u_buf
+        if pos >= len(buf):
+            rng = self.np_random  # type: ignore[attr-defined]
+            buf = self._u_buf = rng.random((self._UNIFORM_BLOCK, self._UNIFORM_WIDTH)).tolist()
+            self._u_rng = rng
+            pos = 0
+        self._u_pos = pos + 1
+        return buf[pos]
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _fmt(value: Any) -> str:
+    """Short one-line repr of a user value for error messages."""
+    try:
+        arr = np.asarray(value)
+        if arr.dtype.kind in "biuf" and arr.size <= 32:
+            return np.array2string(arr, separator=", ", max_line_width=10_000).replace("\n", "")
+    except Exception:  # noqa: BLE001 - any unprintable value falls back to repr
+        pass
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def as_float_array(name: str, value: Any, shape: tuple[int | None, ...]) -> np.ndarray:
+    """Returns ``value`` as a finite float64 array of ``shape`` (``None`` = any size >= 1).
+
+    Raises:
+        ValueError: if ``value`` is not numeric, has the wrong shape or is not finite.
+    """
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name}={_fmt(value)}: expected numbers of shape {_shape_text(shape)}"
+        ) from None
+    if arr.ndim != len(shape) or any(
+        (want is None and got < 1) or (want is not None and got != want)
+        for want, got in zip(shape, arr.shape)
+    ):
+        raise ValueError(
+            f"{name}={_fmt(value)}: expected shape {_shape_text(shape)}, got {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}={_fmt(value)}: all entries must be finite")
+    return arr
+
+
+def _shape_text(shape: tuple[int | None, ...]) -> str:
+    """``(2, n)``-style text of a wanted shape (``None`` = any size)."""
+    dims = ["n" if s is None else str(s) for s in shape]
+    return f"({dims[0]},)" if len(dims) == 1 else "(" + ", ".join(dims) + ")"
+
+
+def as_probabilities(name: str, value: Any, shape: tuple[int | None, ...]) -> np.ndarray:
+    """Returns ``value`` as an array of probabilities in ``[0, 1]`` of ``shape``."""
+    arr = as_float_array(name, value, shape)
+    if np.any(arr < 0.0) or np.any(arr > 1.0):
+        raise ValueError(f"{name}={_fmt(value)}: every entry must lie in [0, 1]")
+    return arr
+
+
+def as_distributions(name: str, value: Any, shape: tuple[int | None, ...]) -> np.ndarray:
+    """Returns ``value`` as probability vectors (last axis) that each sum to 1."""
+    arr = as_probabilities(name, value, shape)
+    sums = arr.sum(axis=-1)
+    if np.any(np.abs(sums - 1.0) > PROB_SUM_ATOL):
+        raise ValueError(
+            f"{name}={_fmt(value)}: probabilities must sum to 1 along the last axis "
+            f"(got sums {_fmt(sums)})"
+        )
+    return arr
+
+
+def as_positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
+    """Returns ``value`` as a finite float that is ``> 0`` (or ``>= 0``)."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        out = math.nan
+    if not math.isfinite(out) or out < 0.0 or (out == 0.0 and not allow_zero):
+        valid = "a finite number >= 0" if allow_zero else "a finite number > 0"
+        raise ValueError(f"{name}={_fmt(value)}: expected {valid}")
+    return out
+
+
+def as_count(name: str, value: Any, minimum: int = 1) -> int:
+    """Returns ``value`` as an ``int >= minimum`` (bools are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name}={_fmt(value)}: expected an integer >= {minimum}")
+    return int(value)
+
+
+def as_flag(name: str, value: Any) -> bool:
+    """Returns ``value`` as a bool (accepts bools and numpy bools only)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}={_fmt(value)}: expected True or False")
+    return bool(value)
+
+
+def check_any_flag(flags: Sequence[tuple[str, bool]]) -> None:
+    """Raises unless at least one observation part is switched on."""
+    if not any(on for _, on in flags):
+        names = ", ".join(name for name, _ in flags)
+        raise ValueError(f"{names} are all False: at least one observation part must stay on")

@@ -113,7 +113,9 @@ def counts_from_decisions(
     Args:
         y_true: labels in ``[0, 1]`` (1 = qualified); fractional values are read as
             probabilities and give expected counts.
-        y_pred: decisions in ``[0, 1]`` (1 = selected); fractional values likewise.
+        y_pred: decisions in ``[0, 1]`` (1 = selected); fractional values likewise
+            (a label and a decision probability of the same individual are treated as
+            independent, so ``SELECTED_QUALIFIED`` gets ``y_true * y_pred``).
         groups: integer group index per individual, in ``[0, n_groups)``.
         n_groups: number of groups; defaults to ``max(groups) + 1``.
         sample_weight: optional non-negative weight per individual (default 1).

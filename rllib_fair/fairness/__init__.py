@@ -1,0 +1,99 @@
+"""Fairness core of rllib-fair (numpy only): counts, notions, ledgers, metrics.
+
+* :mod:`~rllib_fair.fairness.counts`: the per-group, per-step counts record every
+  environment puts into ``info["fairness"]``.
+* :mod:`~rllib_fair.fairness.notions`: fairness notions as supply and demand over the
+  counts (Xu et al. 2024, Sec. 2 and App. A), looked up by short name.
+* :mod:`~rllib_fair.fairness.ledger`: long-term benefit rates, bias (Eq. 1), soft bias
+  (Eq. 6) and their gradients, the cumulative :class:`Ledger`, and the per-step
+  :class:`WindowedDisparity` used by POCAR and SELLF. Its module docstring states the
+  zero-demand convention used throughout.
+* :mod:`~rllib_fair.fairness.metrics`: static metrics with fairlearn's names.
+"""
+
+from rllib_fair.fairness import counts, ledger, metrics, notions
+from rllib_fair.fairness.counts import (
+    FIELDS,
+    NUM_FIELDS,
+    counts_as_dict,
+    counts_from_decisions,
+    decision_counts,
+    empty_counts,
+)
+from rllib_fair.fairness.ledger import (
+    DEMAND_EPS,
+    Ledger,
+    WindowedDisparity,
+    benefit_rates,
+    bias,
+    bias_grad,
+    difference,
+    disparity_series,
+    ratio,
+    soft_bias,
+    soft_bias_grad,
+)
+from rllib_fair.fairness.metrics import (
+    accuracy_parity_difference,
+    demographic_parity_difference,
+    demographic_parity_ratio,
+    equal_opportunity_difference,
+    equal_opportunity_ratio,
+    equalized_odds_difference,
+    equalized_odds_ratio,
+    group_rates,
+    qualification_parity_difference,
+)
+from rllib_fair.fairness.notions import (
+    NOTIONS,
+    AccuracyParity,
+    DemographicParity,
+    EqualizedOdds,
+    EqualOpportunity,
+    Notion,
+    QualificationParity,
+    get_notion,
+    list_notions,
+)
+
+__all__ = [
+    "DEMAND_EPS",
+    "FIELDS",
+    "NOTIONS",
+    "NUM_FIELDS",
+    "AccuracyParity",
+    "DemographicParity",
+    "EqualOpportunity",
+    "EqualizedOdds",
+    "Ledger",
+    "Notion",
+    "QualificationParity",
+    "WindowedDisparity",
+    "accuracy_parity_difference",
+    "benefit_rates",
+    "bias",
+    "bias_grad",
+    "counts",
+    "counts_as_dict",
+    "counts_from_decisions",
+    "decision_counts",
+    "demographic_parity_difference",
+    "demographic_parity_ratio",
+    "difference",
+    "disparity_series",
+    "empty_counts",
+    "equal_opportunity_difference",
+    "equal_opportunity_ratio",
+    "equalized_odds_difference",
+    "equalized_odds_ratio",
+    "get_notion",
+    "group_rates",
+    "ledger",
+    "list_notions",
+    "metrics",
+    "notions",
+    "qualification_parity_difference",
+    "ratio",
+    "soft_bias",
+    "soft_bias_grad",
+]

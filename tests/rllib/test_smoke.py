@@ -1,0 +1,144 @@
+"""RLlib smoke tier: real training iterations with 0 and 1 remote env runners."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rllib_fair.algorithms import get_algorithm_class, get_config_class
+from rllib_fair.rllib import keys
+
+pytestmark = pytest.mark.ray
+
+
+def small_config(env_id, num_env_runners, **env_config):
+    return (
+        get_config_class("PPO")()
+        .environment(env_id, env_config=env_config)
+        .env_runners(num_env_runners=num_env_runners)
+        .training(train_batch_size_per_learner=400, minibatch_size=100, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .fairness(log_notions=["equalized_odds"])
+        .debugging(seed=0)
+    )
+
+
+def flat(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flat(v, f"{prefix}{k}/"))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+@pytest.mark.parametrize(
+    ("env_id", "runners", "groups"),
+    [
+        ("fair/Lending-v0", 0, ("group_0", "group_1")),
+        ("fair/Lending-v0", 1, ("group_0", "group_1")),
+        ("fair/LendingFICO-v0", 0, ("Black", "white")),
+    ],
+)
+def test_two_iterations_report_fairness_metrics(ray_session, env_id, runners, groups):
+    algo = small_config(env_id, runners, max_steps=300).build_algo()
+    try:
+        for _ in range(2):
+            result = algo.train()
+            assert "env_runners" in result, "an env runner crashed (RLlib swallows it)"
+            fair = result["fairness"]
+            eo = fair["equal_opportunity"]
+            assert set(eo["rate"]) == set(groups)
+            assert eo["num_steps"] == result["env_runners"]["num_env_steps_sampled"] == 400
+            eodds = fair["equalized_odds"]
+            assert set(eodds["rate"]) == {"tpr", "fpr"}
+            assert eodds["bias"] >= eodds["rate"]["tpr"][groups[0]] - eodds["rate"]["tpr"][groups[1]]
+            for key, value in flat(fair).items():
+                assert math.isfinite(value), key
+            # ratio after aggregation, from the logged sums
+            for g in groups:
+                assert eo["rate"][g] == pytest.approx(eo["supply"][g] / eo["demand"][g])
+            assert eo["bias"] == pytest.approx(abs(eo["rate"][groups[0]] - eo["rate"][groups[1]]))
+            assert keys.RAW not in result["env_runners"]
+    finally:
+        algo.stop()
+
+
+def test_learner_batch_columns_align_with_actions(ray_session):
+    """On a live learner, the fairness columns sit on the rows of the actions they follow."""
+    algo = small_config("fair/Lending-v0", 0, max_steps=150).build_algo()
+    try:
+        episodes = algo.env_runner.sample(num_timesteps=400, random_actions=True)
+        learner = algo.learner_group._learner
+        batch = learner._learner_connector(
+            rl_module=learner.module, batch={}, episodes=episodes, shared_data={}
+        )
+        b = batch["default_policy"]
+        valid = b[keys.COL_VALID].numpy().astype(bool)
+        mask = b["loss_mask"].numpy().astype(bool)
+        np.testing.assert_array_equal(valid, mask)
+        actions = b["actions"].numpy()[valid]
+        np.testing.assert_array_equal(b[keys.COL_DECISION].numpy()[valid], actions)
+        counts = b[keys.COL_COUNTS].numpy()
+        assert counts.shape[1:] == (6, 2)
+        np.testing.assert_array_equal(counts[valid][:, 2].sum(axis=1), actions)  # selected row
+        assert not counts[~valid].any()
+        assert set(np.unique(b[keys.COL_GROUP].numpy()[valid])) <= {0, 1}
+    finally:
+        algo.stop()
+
+
+def test_checkpoint_round_trip_keeps_fairness_settings(ray_session, tmp_path):
+    cfg = small_config("fair/Lending-v0", 0, max_steps=200).fairness(
+        notion="demographic_parity", disparity_window=25
+    )
+    algo = cfg.build_algo()
+    try:
+        algo.train()
+        algo.save_to_path(str(tmp_path / "ckpt"))
+    finally:
+        algo.stop()
+    restored = get_algorithm_class("PPO").from_checkpoint(str(tmp_path / "ckpt"))
+    try:
+        assert type(restored).__name__ == "FairPPO"
+        assert restored.config.fairness_notion == "demographic_parity"
+        assert restored.config.fairness_disparity_window == 25
+        result = restored.train()
+        assert "demographic_parity" in result["fairness"]
+        assert restored.iteration == 2
+    finally:
+        restored.stop()
+
+
+def test_config_validation_messages():
+    cfg = get_config_class("PPO")().environment("fair/Lending-v0").fairness(notion="bogus")
+    with pytest.raises(ValueError, match=r"fairness_notion: unknown fairness notion 'bogus'; valid choices: .*equal_opportunity"):
+        cfg.validate()
+    cfg = get_config_class("PPO")().environment("fair/Lending-v0").fairness(disparity_window=0)
+    with pytest.raises(ValueError, match="fairness_disparity_window: 0 is invalid"):
+        cfg.validate()
+    cfg = get_config_class("PPO")().environment("fair/Lending-v0")
+    assert cfg.resolved_fairness_notion() == "equal_opportunity"  # the env's default
+    cfg = get_config_class("PPO")().environment("CartPole-v1")
+    with pytest.raises(ValueError, match="fairness_notion: None and env 'CartPole-v1'"):
+        cfg.resolved_fairness_notion()
+
+
+def test_user_callbacks_do_not_replace_fairness_callback():
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+
+    from rllib_fair.rllib.callbacks import FairnessMetricsCallback
+
+    class Mine(RLlibCallback):
+        pass
+
+    cfg = get_config_class("PPO")().callbacks(Mine)
+    assert cfg.callbacks_class == [FairnessMetricsCallback, Mine]
+    cfg.fairness(metrics=False)
+    assert cfg.callbacks_class == [Mine]
+    d = get_config_class("PPO")().callbacks(Mine).to_dict()
+    again = get_config_class("PPO").from_dict(d)
+    assert again.callbacks_class == [FairnessMetricsCallback, Mine]

@@ -87,7 +87,8 @@ def _cmd_train(args) -> int:
             missing = [e.name for e in exps if not e.pass_criteria]
             if missing:
                 raise ExperimentError(
-                    f"pass_criteria: --as-test needs a pass_criteria block; missing in {missing[0]!r}"
+                    "pass_criteria: --as-test needs a pass_criteria block; "
+                    f"missing in {missing[0]!r}"
                 )
     except ExperimentError as e:
         print(f"rllib-fair: error: {e}", file=sys.stderr)

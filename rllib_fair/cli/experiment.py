@@ -208,7 +208,9 @@ def _parse_stop(stop: Any) -> dict[str, float]:
         rkey = _result_key("stop", key)
         num = _number(f"stop.{key}", value)
         if rkey in BUDGET_KEYS and num <= 0:
-            raise ExperimentError(f"stop.{key}: {value!r} is not a valid budget; valid: a number > 0")
+            raise ExperimentError(
+                f"stop.{key}: {value!r} is not a valid budget; valid: a number > 0"
+            )
         out[rkey] = num
     if not any(k in out for k in BUDGET_KEYS):
         raise ExperimentError(
@@ -281,7 +283,9 @@ def build_config(run: str, env: str, env_config: dict, config: dict):
         if attr in OLD_STACK_ONLY:
             raise ExperimentError(f"config.{key}: only used by RLlib's old API stack; remove it")
         if attr in ("env", "env_config"):
-            raise ExperimentError(f"config.{key}: give {key} at the experiment level, not in config")
+            raise ExperimentError(
+                f"config.{key}: give {key} at the experiment level, not in config"
+            )
         if attr == "model_config":
             if not isinstance(value, dict):
                 raise ExperimentError(
@@ -340,7 +344,9 @@ def validate_experiment(
     if not isinstance(run, str):
         from rllib_fair.algorithms import list_algorithms
 
-        raise ExperimentError(f"run: {run!r} is invalid; valid choices: {', '.join(list_algorithms())}")
+        raise ExperimentError(
+            f"run: {run!r} is invalid; valid choices: {', '.join(list_algorithms())}"
+        )
     try:
         get_spec(run)
     except ValueError as e:

@@ -135,7 +135,11 @@ def run_experiment(exp: Experiment, *, as_test: bool, storage_path: str | None) 
         history = [] if df is None else df.to_dict("records")
         last = history[-1] if history else {}
         passed_at = next(
-            (int(r.get("training_iteration", 0)) for r in history if criteria_met(exp.pass_criteria, r)),
+            (
+                int(r.get("training_iteration", 0))
+                for r in history
+                if criteria_met(exp.pass_criteria, r)
+            ),
             None,
         )
         best = {}
@@ -199,9 +203,7 @@ def check_pass(exp: Experiment, summary: dict) -> tuple[bool, str]:
                 f"{c.metric} best {_fmt(t['best'].get(c.metric))} (needs {c.describe()})"
                 for c in exp.pass_criteria
             )
-            failures.append(
-                f"trial {t['trial']} never met all criteria on one iteration: {best}"
-            )
+            failures.append(f"trial {t['trial']} never met all criteria on one iteration: {best}")
     if failures:
         return False, f"{exp.name}: FAILED: " + "; ".join(failures)
     its = ", ".join(str(t["passed_at"]) for t in summary["trials"])

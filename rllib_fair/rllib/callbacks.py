@@ -198,7 +198,9 @@ def summarize_raw(notion_name: str, data: dict, group_order: list[str] | None = 
     def per_group(values: np.ndarray) -> dict:
         if len(pairs) == 1:
             return {g: float(values[0, i]) for i, g in enumerate(groups)}
-        return {p: {g: float(values[k, i]) for i, g in enumerate(groups)} for k, p in enumerate(pairs)}
+        return {
+            p: {g: float(values[k, i]) for i, g in enumerate(groups)} for k, p in enumerate(pairs)
+        }
 
     out = {
         keys.BIAS: float(gaps.max()),

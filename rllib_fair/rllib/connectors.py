@@ -75,7 +75,9 @@ class AddFairnessColumns(ConnectorV2):
             carries ``"fairness"`` counts.
     """
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *, n_groups=None, **kw):
+    def __init__(
+        self, input_observation_space=None, input_action_space=None, *, n_groups=None, **kw
+    ):
         super().__init__(input_observation_space, input_action_space, **kw)
         self._n_groups = n_groups
 
@@ -99,9 +101,7 @@ class AddFairnessColumns(ConnectorV2):
             n = len(sa_episode)
             infos = sa_episode.get_infos(slice(1, n + 1))
             n_groups = self._n_groups or _infer_n_groups(infos)
-            cols = fairness_columns_from_infos(
-                infos, n_groups, num_valid=n - 1 if phantom else n
-            )
+            cols = fairness_columns_from_infos(infos, n_groups, num_valid=n - 1 if phantom else n)
             for column, values in cols.items():
                 self.add_n_batch_items(
                     batch, column, items_to_add=values, num_items=n, single_agent_episode=sa_episode

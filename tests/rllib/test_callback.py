@@ -19,7 +19,7 @@ from rllib_fair.algorithms import get_config_class
 from rllib_fair.fairness import Ledger, WindowedDisparity, get_notion
 from rllib_fair.fairness.sequence import running_disparity
 from rllib_fair.rllib import keys
-from rllib_fair.rllib.callbacks import FairnessMetricsCallback, _finalize, summarize_raw
+from rllib_fair.rllib.callbacks import FairnessMetricsCallback, summarize_raw
 
 
 def rollout(env_id, n, seed, p_accept=0.5, env_kwargs=None):
@@ -66,7 +66,9 @@ def test_on_sample_end_logs_exact_sums_and_episode_gap():
     runner = SimpleNamespace(config=cfg)
     done_ep, done_counts = rollout("fair/Lending-v0", 40, seed=2, env_kwargs={"max_steps": 40})
     assert done_ep.is_done
-    running_ep, running_counts = rollout("fair/Lending-v0", 25, seed=3, env_kwargs={"max_steps": 40})
+    running_ep, running_counts = rollout(
+        "fair/Lending-v0", 25, seed=3, env_kwargs={"max_steps": 40}
+    )
     assert not running_ep.is_done
     ml = MetricsLogger()
     cb = FairnessMetricsCallback()

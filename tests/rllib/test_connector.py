@@ -74,7 +74,9 @@ def test_artificial_bootstrap_step_gets_zeros():
     episode, step_infos, actions = rollout("fair/Lending-v0", 12)
     shared: dict = {}
     batch: dict = {}
-    AddOneTsToEpisodesAndTruncate()(rl_module=None, batch=batch, episodes=[episode], shared_data=shared)
+    AddOneTsToEpisodesAndTruncate()(
+        rl_module=None, batch=batch, episodes=[episode], shared_data=shared
+    )
     AddFairnessColumns()(rl_module=None, batch=batch, episodes=[episode], shared_data=shared)
     counts = collect(batch, keys.COL_COUNTS, episode)
     valid = collect(batch, keys.COL_VALID, episode)
@@ -114,7 +116,10 @@ def test_connector_is_the_first_custom_learner_piece():
     pipeline = cfg.build_learner_connector(env.observation_space, env.action_space)
     assert type(pipeline.connectors[0]).__name__ == "AddFairnessColumns"
     cfg2 = get_config_class("PPO")().environment("fair/Lending-v0").fairness(columns=False)
-    names = [type(c).__name__ for c in cfg2.build_learner_connector(env.observation_space, env.action_space).connectors]
+    names = [
+        type(c).__name__
+        for c in cfg2.build_learner_connector(env.observation_space, env.action_space).connectors
+    ]
     assert "AddFairnessColumns" not in names
 
 

@@ -55,7 +55,9 @@ def test_two_iterations_report_fairness_metrics(ray_session, env_id, runners, gr
             assert eo["num_steps"] == result["env_runners"]["num_env_steps_sampled"] == 400
             eodds = fair["equalized_odds"]
             assert set(eodds["rate"]) == {"tpr", "fpr"}
-            assert eodds["bias"] >= eodds["rate"]["tpr"][groups[0]] - eodds["rate"]["tpr"][groups[1]]
+            assert (
+                eodds["bias"] >= eodds["rate"]["tpr"][groups[0]] - eodds["rate"]["tpr"][groups[1]]
+            )
             for key, value in flat(fair).items():
                 assert math.isfinite(value), key
             # ratio after aggregation, from the logged sums
@@ -115,7 +117,10 @@ def test_checkpoint_round_trip_keeps_fairness_settings(ray_session, tmp_path):
 
 def test_config_validation_messages():
     cfg = get_config_class("PPO")().environment("fair/Lending-v0").fairness(notion="bogus")
-    with pytest.raises(ValueError, match=r"fairness_notion: unknown fairness notion 'bogus'; valid choices: .*equal_opportunity"):
+    with pytest.raises(
+        ValueError,
+        match=r"fairness_notion: unknown fairness notion 'bogus'; valid choices: .*equal_opp",
+    ):
         cfg.validate()
     cfg = get_config_class("PPO")().environment("fair/Lending-v0").fairness(disparity_window=0)
     with pytest.raises(ValueError, match="fairness_disparity_window: 0 is invalid"):

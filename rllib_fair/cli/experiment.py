@@ -22,7 +22,10 @@ the valid choices.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +86,21 @@ CONFIG_TRANSLATIONS = {
 }
 
 
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads ``1e9`` and ``5e-5`` as floats (YAML 1.2).
+
+    PyYAML follows YAML 1.1, where a float needs a dot and a signed exponent, so
+    ``lr: 5e-5`` or ``{min: 1e9}`` would silently become strings.
+    """
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
 class ExperimentError(ValueError):
     """A bad experiment file or override; the message is one line."""
 
@@ -138,7 +156,7 @@ class Experiment:
 def parse_value(text: str) -> Any:
     """Parses a ``--config key=value`` right-hand side as YAML (numbers, lists, ...)."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
     except yaml.YAMLError:
         return text
 
@@ -160,7 +178,7 @@ def load_experiments(path: str | Path) -> dict[str, dict]:
     if not path.is_file():
         raise ExperimentError(f"FILE: {str(path)!r} does not exist or is not a file")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_Loader)  # _Loader is a SafeLoader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -351,12 +369,17 @@ def validate_experiment(
         get_spec(run)
     except ValueError as e:
         raise ExperimentError(str(e)) from None
-    config = dict(spec.get("config") or {})
     if not isinstance(spec.get("config") or {}, dict):
         raise ExperimentError(f"config: must be a mapping, got {spec.get('config')!r}")
+    config = dict(spec.get("config") or {})
     env = spec.get("env", config.pop("env", None))
     env = _check_env(env)
-    env_config = dict(spec.get("env_config") or config.pop("env_config", None) or {})
+    env_config = spec.get("env_config") or config.pop("env_config", None) or {}
+    if not isinstance(env_config, dict):
+        raise ExperimentError(
+            f"env_config: must be a mapping of constructor arguments, got {env_config!r}"
+        )
+    env_config = dict(env_config)
     config.update(config_overrides or {})
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -368,13 +391,14 @@ def validate_experiment(
                 f"--num-env-runners: {num_env_runners!r} is invalid; valid: an integer >= 0"
             )
         config["num_env_runners"] = num_env_runners
-    cfg = build_config(run, env, env_config, config)
-    try:
-        cfg.validate()
-    except ExperimentError:
-        raise
-    except Exception as e:
-        raise ExperimentError(f"config: {_first_line(e)}") from None
+    with _quiet_rllib():
+        cfg = build_config(run, env, env_config, config)
+        try:
+            cfg.validate()
+        except ExperimentError:
+            raise
+        except Exception as e:
+            raise ExperimentError(f"config: {_first_line(e)}") from None
     _check_env_config(env, env_config)
     stop = dict(spec.get("stop") or {})
     stop.update(stop_overrides or {})
@@ -401,6 +425,24 @@ def validate_experiment(
         num_samples=num_samples,
         storage_path=storage_path or spec.get("storage_path") or spec.get("local_dir"),
     )
+
+
+@contextlib.contextmanager
+def _quiet_rllib():
+    """Mutes RLlib's warnings while a config is built and validated.
+
+    ``validate()`` logs "You are running ... on the new API stack!" to stderr, which
+    would break the one-line error contract for bad input.
+    """
+    import ray.rllib  # noqa: F401  (importing ray resets the logger's level)
+
+    log = logging.getLogger("ray.rllib")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def _check_env_config(env: str, env_config: dict) -> None:

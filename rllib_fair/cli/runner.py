@@ -168,8 +168,9 @@ def run_experiment(exp: Experiment, *, as_test: bool, storage_path: str | None) 
     return {"experiment": exp.name, "storage": str(storage), "wall_s": wall, "trials": trials}
 
 
-def print_table(exp: Experiment, summary: dict, *, file=sys.stdout) -> None:
-    """Prints the final results table of one experiment."""
+def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
+    """Prints the final results table of one experiment (to ``sys.stdout`` by default)."""
+    file = sys.stdout if file is None else file
     notion = exp.config.resolved_fairness_notion()
     head = (
         f"{'trial':<40} {'iters':>5} {'env steps':>10} {'return':>11} "

@@ -47,6 +47,7 @@ from rllib_fair.fairness.metrics import (
 from rllib_fair.fairness.notions import (
     NOTIONS,
     AccuracyParity,
+    BenefitRate,
     DemographicParity,
     EqualizedOdds,
     EqualOpportunity,
@@ -62,6 +63,7 @@ __all__ = [
     "NOTIONS",
     "NUM_FIELDS",
     "AccuracyParity",
+    "BenefitRate",
     "DemographicParity",
     "EqualOpportunity",
     "EqualizedOdds",

@@ -22,6 +22,16 @@ Fields (all per group, may be fractional where an environment reports expectatio
 ``QUALIFIED_MASS``        qualified size (or expected qualified mass) of the group
                           after the step; ``QUALIFIED_MASS / POPULATION`` is the
                           group's qualification rate
+``ALLOCATED``             resource the group received this step in allocation settings
+                          where the decision is not a per-individual accept/reject:
+                          incidents discovered at a site (attention allocation),
+                          vaccinations given to the group (infectious disease); 0
+                          elsewhere
+``NEEDED``                what the group needed this step in those settings: incidents
+                          that occurred at the site, individuals newly infected; 0
+                          elsewhere. ``ALLOCATED / NEEDED`` aggregated over time is the
+                          environment-defined long-term benefit rate (notion
+                          ``benefit_rate``; Xu et al. 2024, Sec. 5.1 and App. D.1)
 ========================  ==========================================================
 
 Add fields at the end (never reorder) when later environments need them, and document
@@ -38,6 +48,8 @@ SELECTED = 2
 SELECTED_QUALIFIED = 3
 POPULATION = 4
 QUALIFIED_MASS = 5
+ALLOCATED = 6
+NEEDED = 7
 
 FIELDS: tuple[str, ...] = (
     "decided",
@@ -46,6 +58,8 @@ FIELDS: tuple[str, ...] = (
     "selected_qualified",
     "population",
     "qualified_mass",
+    "allocated",
+    "needed",
 )
 NUM_FIELDS = len(FIELDS)
 

@@ -23,19 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from rllib_fair.fairness.counts import (
-    DECIDED,
-    NUM_FIELDS,
-    POPULATION,
-    QUALIFIED,
-    QUALIFIED_MASS,
-    SELECTED,
-    SELECTED_QUALIFIED,
-)
+from rllib_fair.fairness.counts import FIELDS, NUM_FIELDS
 
 __all__ = [
     "NOTIONS",
     "AccuracyParity",
+    "BenefitRate",
     "DemographicParity",
     "EqualOpportunity",
     "EqualizedOdds",
@@ -48,14 +41,7 @@ __all__ = [
 
 def _row(**coefficients: float) -> tuple[float, ...]:
     """Returns one coefficient row over the counts fields, e.g. ``_row(selected=1.0)``."""
-    index = {
-        "decided": DECIDED,
-        "qualified": QUALIFIED,
-        "selected": SELECTED,
-        "selected_qualified": SELECTED_QUALIFIED,
-        "population": POPULATION,
-        "qualified_mass": QUALIFIED_MASS,
-    }
+    index = {name: k for k, name in enumerate(FIELDS)}
     row = [0.0] * NUM_FIELDS
     for field, value in coefficients.items():
         row[index[field]] = float(value)
@@ -242,10 +228,30 @@ class QualificationParity(Notion):
     _demand_rows = (_row(population=1),)
 
 
+class BenefitRate(Notion):
+    """Environment-defined benefit rate (Xu et al. 2024, Sec. 2 and 5.1; App. D.1).
+
+    Estimand: the share of what a group needed that it received, with supply the
+    ``ALLOCATED`` row and demand the ``NEEDED`` row of the counts: incidents discovered
+    over incidents occurred per site (attention allocation; equality of discovery
+    probability, a special case of equal opportunity, App. A), vaccinations given over
+    newly infected per community (infectious disease control, Eq. 22). A gap of 0 means
+    every group receives the same share of what it needs over the long term. Supply may
+    exceed demand (more vaccinations than new infections), so rates may exceed 1.
+    """
+
+    name = "benefit_rate"
+    title = "Benefit rate (environment-defined supply / demand)"
+    pair_names = ("benefit_rate",)
+    _supply_rows = (_row(allocated=1),)
+    _demand_rows = (_row(needed=1),)
+
+
 NOTIONS: dict[str, Notion] = {
     notion.name: notion
     for notion in (
         AccuracyParity(),
+        BenefitRate(),
         DemographicParity(),
         EqualOpportunity(),
         EqualizedOdds(),

@@ -5,7 +5,9 @@ import pytest
 
 from rllib_fair.fairness import NOTIONS, Notion, get_notion, list_notions
 from rllib_fair.fairness.counts import (
+    ALLOCATED,
     DECIDED,
+    NEEDED,
     NUM_FIELDS,
     POPULATION,
     QUALIFIED,
@@ -24,6 +26,8 @@ def make_counts() -> np.ndarray:
     counts[SELECTED_QUALIFIED] = [4, 1]
     counts[POPULATION] = [100, 50]
     counts[QUALIFIED_MASS] = [40, 30]
+    counts[ALLOCATED] = [2, 5]
+    counts[NEEDED] = [9, 4]
     return counts
 
 
@@ -36,6 +40,8 @@ EXPECTED = {
     # correct = TP + TN; TN = decided - qualified - selected + sel_q = [3, 4]
     "accuracy_parity": ([[7, 5]], [[10, 8]]),
     "qualification_parity": ([[40, 30]], [[100, 50]]),
+    # environment-defined allocation rows (discovered / occurred, vaccinated / infected)
+    "benefit_rate": ([[2, 5]], [[9, 4]]),
 }
 
 
@@ -91,8 +97,8 @@ def test_get_notion_error_message():
         get_notion("foo")
     message = str(info.value)
     assert message == (
-        "unknown fairness notion 'foo'; valid choices: accuracy_parity, demographic_parity, "
-        "equal_opportunity, equalized_odds, qualification_parity"
+        "unknown fairness notion 'foo'; valid choices: accuracy_parity, benefit_rate, "
+        "demographic_parity, equal_opportunity, equalized_odds, qualification_parity"
     )
     assert "\n" not in message
     with pytest.raises(ValueError, match="unknown fairness notion 3"):

@@ -12,7 +12,7 @@ from ray.rllib.connectors.learner import AddOneTsToEpisodesAndTruncate
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 import rllib_fair  # noqa: F401
-from rllib_fair.fairness.counts import SELECTED, SELECTED_QUALIFIED
+from rllib_fair.fairness.counts import NUM_FIELDS, SELECTED, SELECTED_QUALIFIED
 from rllib_fair.rllib import keys
 from rllib_fair.rllib.connectors import AddFairnessColumns, fairness_columns_from_infos
 
@@ -43,7 +43,7 @@ def test_row_t_is_the_info_returned_by_step_t(env_id):
     episode, step_infos, actions = rollout(env_id, 25)
     batch = AddFairnessColumns()(rl_module=None, batch={}, episodes=[episode], shared_data={})
     counts = collect(batch, keys.COL_COUNTS, episode)
-    assert counts.shape == (25, 6, 2)
+    assert counts.shape == (25, NUM_FIELDS, 2)
     for t, info in enumerate(step_infos):
         np.testing.assert_allclose(counts[t], info["fairness"], rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(collect(batch, keys.COL_DECISION, episode), actions)

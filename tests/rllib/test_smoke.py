@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rllib_fair.algorithms import get_algorithm_class, get_config_class
+from rllib_fair.fairness.counts import NUM_FIELDS
 from rllib_fair.rllib import keys
 
 pytestmark = pytest.mark.ray
@@ -85,7 +86,7 @@ def test_learner_batch_columns_align_with_actions(ray_session):
         actions = b["actions"].numpy()[valid]
         np.testing.assert_array_equal(b[keys.COL_DECISION].numpy()[valid], actions)
         counts = b[keys.COL_COUNTS].numpy()
-        assert counts.shape[1:] == (6, 2)
+        assert counts.shape[1:] == (NUM_FIELDS, 2)
         np.testing.assert_array_equal(counts[valid][:, 2].sum(axis=1), actions)  # selected row
         assert not counts[~valid].any()
         assert set(np.unique(b[keys.COL_GROUP].numpy()[valid])) <= {0, 1}

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from rllib_fair.cli import main
+from rllib_fair.envs import env_info
 
 ENV_ID = "fair/Lending-v0"
 FICO_ID = "fair/LendingFICO-v0"

@@ -31,11 +31,13 @@ class DisparityCarry:
             own ledger: its gap is the episode's long-term bias).
         tail: the last ``window - 1`` count rows (sliding window only, else None).
         num_steps: steps seen since the episode start.
+        last: the disparity after the last step seen (0.0 before any step).
     """
 
     total: np.ndarray
     tail: np.ndarray | None
     num_steps: int
+    last: float = 0.0
 
 
 def running_disparity(
@@ -82,4 +84,27 @@ def running_disparity(
         joined = np.concatenate([prefix, counts], axis=0)
         keep = min(window - 1, joined.shape[0])
         tail = joined[joined.shape[0] - keep :].copy()
-    return series[prefix.shape[0] :], DisparityCarry(total, tail, steps + t_len)
+    gaps = series[prefix.shape[0] :]
+    last = float(gaps[-1]) if t_len else (carry.last if carry is not None else 0.0)
+    return gaps, DisparityCarry(total, tail, steps + t_len, last)
+
+
+#: Where the per-step disparity an algorithm regularises comes from. ``"true"`` uses the
+#: environment's true counts (labels of every individual). Selective-label variants
+#: (disparity from accepted individuals only, or from imputed labels; Valdrighi et al.,
+#: Eq. 2 and Sec. 3) register further names here with the same signature.
+DISPARITY_SOURCES: dict = {"true": running_disparity}
+
+
+def get_disparity_source(name: str):
+    """Returns the per-step disparity function registered as ``name``.
+
+    Raises:
+        ValueError: one line naming the bad value and the valid choices.
+    """
+    if name not in DISPARITY_SOURCES:
+        raise ValueError(
+            f"fairness_disparity_source: unknown source {name!r}; valid choices: "
+            f"{', '.join(sorted(DISPARITY_SOURCES))}"
+        )
+    return DISPARITY_SOURCES[name]

@@ -25,7 +25,7 @@ from ray.rllib.callbacks.callbacks import RLlibCallback
 from rllib_fair.fairness.counts import NUM_FIELDS
 from rllib_fair.fairness.ledger import benefit_rates, bias, ratio
 from rllib_fair.fairness.notions import get_notion
-from rllib_fair.fairness.sequence import running_disparity
+from rllib_fair.fairness.sequence import get_disparity_source, running_disparity
 from rllib_fair.rllib import keys
 
 logger = logging.getLogger(__name__)
@@ -81,7 +81,8 @@ class FairnessMetricsCallback(RLlibCallback):
         config = env_runner.config
         window = getattr(config, "fairness_disparity_window", None)
         smoothing = getattr(config, "fairness_smoothing", 0.0)
-        notions = _notions_of(config)
+        notions = _notions_of(config) if getattr(config, "fairness_metrics", True) else []
+        attach = bool(getattr(config, "needs_step_disparity", False))
         totals: dict = {}
         for episode in samples:
             counts = episode_counts(episode)
@@ -95,6 +96,8 @@ class FairnessMetricsCallback(RLlibCallback):
                     self._warned = True
                 continue
             done = episode.is_done
+            if attach:
+                self._attach_step_disparity(config, episode, counts, done)
             for name in notions:
                 notion = get_notion(name)
                 supply, demand = notion.supply_demand(counts)
@@ -146,6 +149,28 @@ class FairnessMetricsCallback(RLlibCallback):
                 (keys.NUM_EPISODES, acc["episodes"]),
             ):
                 metrics_logger.log_value((keys.RAW, name, raw_key), float(value), reduce="sum")
+
+    def _attach_step_disparity(self, config, episode, counts, done) -> None:
+        """Stores Delta_t of every transition of the chunk in ``episode.custom_data``.
+
+        Uses the configured notion, window, smoothing and disparity source; the learner
+        connector turns it into the ``fair_disparity`` / ``fair_disparity_prev`` columns.
+        """
+        source = get_disparity_source(getattr(config, "fairness_disparity_source", "true"))
+        key = (episode.id_, "__step_disparity__")
+        carry = self._carries.pop(key, None)
+        start = carry.last if carry is not None else 0.0
+        gaps, carry = source(
+            config.resolved_fairness_notion(),
+            counts,
+            window=getattr(config, "fairness_disparity_window", None),
+            smoothing=getattr(config, "fairness_smoothing", 0.0),
+            carry=carry,
+        )
+        episode.custom_data[keys.EPISODE_DISPARITY] = gaps.astype(np.float32)
+        episode.custom_data[keys.EPISODE_DISPARITY_START] = float(start)
+        if not done:
+            self._carries[key] = carry
 
     # ------------------------------------------------------------------ algorithm
     def on_train_result(self, *, algorithm=None, metrics_logger=None, result=None, **kwargs):

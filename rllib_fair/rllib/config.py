@@ -18,7 +18,7 @@ messages say what to change, and two pieces of wiring:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ray.rllib.algorithms.algorithm_config import NotProvided
 
@@ -36,6 +36,11 @@ class FairnessConfigMixin:
         fairness_disparity_window: per-step disparity Delta_t over the last ``n``
             decisions (SELLF's sliding window) when an int, or the running gap since
             the episode start (POCAR) when None.
+        fairness_disparity_source: where the per-step disparity that an algorithm
+            regularises comes from: ``"true"`` (every individual's true label); the
+            selective-label sources register further names in
+            :data:`rllib_fair.fairness.sequence.DISPARITY_SOURCES`. Metrics always use
+            the true counts.
         fairness_smoothing: constant added to every demand before taking a rate
             (POCAR's reference adds 1); 0 means exact rates with the zero-demand
             convention of :mod:`rllib_fair.fairness.ledger`.
@@ -43,9 +48,15 @@ class FairnessConfigMixin:
         fairness_columns: add the per-step fairness columns to the train batch.
     """
 
+    #: Algorithms that regularise with the per-step disparity set this to True: the
+    #: metrics callback then attaches Delta_t to every episode chunk and the learner
+    #: connector adds the ``fair_disparity`` columns.
+    needs_step_disparity: ClassVar[bool] = False
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fairness_notion: str | None = None
+        self.fairness_disparity_source: str = "true"
         self.fairness_log_notions: list[str] = []
         self.fairness_disparity_window: int | None = None
         self.fairness_smoothing: float = 0.0
@@ -61,6 +72,7 @@ class FairnessConfigMixin:
         notion: str | None = NotProvided,
         log_notions: list[str] | None = NotProvided,
         disparity_window: int | None = NotProvided,
+        disparity_source: str = NotProvided,
         smoothing: float = NotProvided,
         metrics: bool = NotProvided,
         columns: bool = NotProvided,
@@ -76,6 +88,8 @@ class FairnessConfigMixin:
             self.fairness_log_notions = list(log_notions or [])
         if disparity_window is not NotProvided:
             self.fairness_disparity_window = disparity_window
+        if disparity_source is not NotProvided:
+            self.fairness_disparity_source = disparity_source
         if smoothing is not NotProvided:
             self.fairness_smoothing = smoothing
         if metrics is not NotProvided:
@@ -108,9 +122,8 @@ class FairnessConfigMixin:
 
         from rllib_fair.rllib.callbacks import FairnessMetricsCallback
 
-        classes = ([FairnessMetricsCallback] if self.fairness_metrics else []) + list(
-            self._user_callbacks
-        )
+        wanted = self.fairness_metrics or self.needs_step_disparity
+        classes = ([FairnessMetricsCallback] if wanted else []) + list(self._user_callbacks)
         self.callbacks_class = classes or RLlibCallback
 
     # ------------------------------------------------------------------ resolution
@@ -166,6 +179,14 @@ class FairnessConfigMixin:
                 f"fairness_disparity_window: {w!r} is invalid; valid: a positive int "
                 "(last n decisions) or None (running gap since the episode start)"
             )
+        from rllib_fair.fairness.sequence import get_disparity_source
+
+        get_disparity_source(self.fairness_disparity_source)
+        if self.needs_step_disparity and not self.fairness_columns:
+            raise ValueError(
+                f"fairness_columns: False is invalid for {type(self).__name__}, which "
+                "regularises with the per-step disparity; valid: true"
+            )
         s = self.fairness_smoothing
         if isinstance(s, bool) or not isinstance(s, (int, float)) or s < 0:
             raise ValueError(f"fairness_smoothing: {s!r} is invalid; valid: a number >= 0")
@@ -188,6 +209,7 @@ class FairnessConfigMixin:
                     input_observation_space,
                     input_action_space,
                     n_groups=len(meta["group_names"]) if meta else None,
+                    require_disparity=self.needs_step_disparity,
                 )
             )
         return pipeline

@@ -73,13 +73,22 @@ class AddFairnessColumns(ConnectorV2):
     Args:
         n_groups: number of groups; if None it is read from the first info that
             carries ``"fairness"`` counts.
+        require_disparity: raise if an episode lacks the per-step disparity that the
+            metrics callback attaches for algorithms with ``needs_step_disparity``.
     """
 
     def __init__(
-        self, input_observation_space=None, input_action_space=None, *, n_groups=None, **kw
+        self,
+        input_observation_space=None,
+        input_action_space=None,
+        *,
+        n_groups=None,
+        require_disparity: bool = False,
+        **kw,
     ):
         super().__init__(input_observation_space, input_action_space, **kw)
         self._n_groups = n_groups
+        self._require_disparity = require_disparity
 
     def __call__(
         self,
@@ -102,11 +111,48 @@ class AddFairnessColumns(ConnectorV2):
             infos = sa_episode.get_infos(slice(1, n + 1))
             n_groups = self._n_groups or _infer_n_groups(infos)
             cols = fairness_columns_from_infos(infos, n_groups, num_valid=n - 1 if phantom else n)
+            if keys.EPISODE_DISPARITY in sa_episode.custom_data:
+                cols.update(
+                    disparity_columns(
+                        sa_episode.custom_data[keys.EPISODE_DISPARITY],
+                        sa_episode.custom_data[keys.EPISODE_DISPARITY_START],
+                        n,
+                    )
+                )
+            elif self._require_disparity:
+                raise ValueError(
+                    "AddFairnessColumns: the algorithm needs the per-step disparity but the "
+                    "episode carries none; the FairnessMetricsCallback must run on the env "
+                    "runners (keep it in callbacks_class)"
+                )
             for column, values in cols.items():
                 self.add_n_batch_items(
                     batch, column, items_to_add=values, num_items=n, single_agent_episode=sa_episode
                 )
         return batch
+
+
+def disparity_columns(gaps, start: float, n: int) -> dict[str, np.ndarray]:
+    """The ``fair_disparity`` / ``fair_disparity_prev`` columns of one chunk.
+
+    Args:
+        gaps: Delta after each transition of the chunk (length ``len(infos) - 1``).
+        start: Delta before the chunk's first transition.
+        n: rows to produce; rows past ``len(gaps)`` (RLlib's bootstrap step) repeat the
+            last value (they are loss-masked).
+
+    Returns:
+        ``{COL_DISPARITY: [n], COL_DISPARITY_PREV: [n]}`` as float32.
+    """
+    gaps = np.asarray(gaps, dtype=np.float32)
+    cur = np.empty(n, dtype=np.float32)
+    m = min(n, gaps.shape[0])
+    cur[:m] = gaps[:m]
+    cur[m:] = gaps[m - 1] if m else start
+    prev = np.empty(n, dtype=np.float32)
+    prev[0] = start
+    prev[1:] = cur[:-1]
+    return {keys.COL_DISPARITY: cur, keys.COL_DISPARITY_PREV: prev}
 
 
 def _infer_n_groups(infos: list[dict]) -> int:

@@ -69,6 +69,16 @@ COL_DECISION = "fair_decision"  # int64 [B]; -1 where not applicable
 COL_LABEL = "fair_label"  # int64 [B]; -1 where not applicable
 COL_LABEL_OBSERVED = "fair_label_observed"  # int64 [B]; 1 iff the label was revealed
 COL_VALID = "fair_valid"  # bool [B]; False on the artificial bootstrap step
+# Per-step disparity of the configured notion and source, only for algorithms that ask
+# for it (config class attribute ``needs_step_disparity``): Delta after the decision at t
+# and Delta before it (the running gap since the episode start, or over the window).
+COL_DISPARITY = "fair_disparity"  # float32 [B]
+COL_DISPARITY_PREV = "fair_disparity_prev"  # float32 [B]
+
+# Keys in ``SingleAgentEpisode.custom_data`` written by the metrics callback on the env
+# runner and read by the connector on the learner (one value per transition of a chunk).
+EPISODE_DISPARITY = "rllib_fair/disparity"
+EPISODE_DISPARITY_START = "rllib_fair/disparity_start"
 
 COLUMNS = (COL_COUNTS, COL_GROUP, COL_DECISION, COL_LABEL, COL_LABEL_OBSERVED, COL_VALID)
 

@@ -44,6 +44,26 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                 "fairness metrics; the unconstrained baseline of Yu et al. 2022 and Xu et al. 2024"
             ),
         ),
+        AlgorithmSpec(
+            name="RPPO",
+            module="rllib_fair.algorithms.rppo.rppo",
+            algo_class="RPPO",
+            config_class="RPPOConfig",
+            paper=(
+                "R-PPO: PPO on the reward minus zeta_1 * max(0, Delta_t - omega) "
+                "(Yu et al. 2022; Xu et al. 2024, App. D.2, Eq. 27)"
+            ),
+        ),
+        AlgorithmSpec(
+            name="POCAR",
+            module="rllib_fair.algorithms.pocar.pocar",
+            algo_class="POCAR",
+            config_class="POCARConfig",
+            paper=(
+                "POCAR / A-PPO: PPO with advantages regularised by the per-step disparity "
+                "(Yu et al. 2022; Xu et al. 2024, App. D.2, Eq. 28)"
+            ),
+        ),
     ]
 }
 

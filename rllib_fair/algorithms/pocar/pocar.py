@@ -1,0 +1,115 @@
+"""POCAR / A-PPO: advantage regularisation with the per-step disparity.
+
+Yu et al. 2022 (POCAR, their Eq. for A-PPO); Xu et al. 2024, App. D.2, Eq. 28;
+Valdrighi et al., App. (Eq. 72). With Delta_t the per-step disparity after the decision
+at t and Delta_{t-1} the one before it:
+
+    A'_t = beta_0 A_t + beta_1 min(0, omega - Delta_t)
+           + beta_2 min(0, -(Delta_t - Delta_{t-1})) * 1[Delta_t > omega]
+
+(``delta_timing="post"``, the reference code, where Delta is read after the env step) or,
+with ``delta_timing="pre"``, the paper's literal indexing Delta(s_t) = Delta_{t-1},
+Delta(s_{t+1}) = Delta_t:
+
+    A'_t = beta_0 A_t + beta_1 min(0, omega - Delta_{t-1})
+           + beta_2 min(0, Delta_{t-1} - Delta_t) * 1[Delta_{t-1} > omega]
+
+``advantage_normalization="minmax"`` (default) is the reference code: A, the
+value-thresholding term and the decrease-in-violation term are each min-max normalised
+per minibatch before they are combined, and the result is standardised. It is the
+default because it is what produced the published results, and because the raw terms
+(Delta ~ 1e-2 with beta ~ 0.25) are two orders of magnitude smaller than standardised
+advantages, so the paper's raw form barely moves the policy. ``"none"`` is the paper's
+formula on RLlib's (standardised) GAE advantages.
+"""
+
+from __future__ import annotations
+
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.algorithms.ppo import PPO
+
+from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
+from rllib_fair.algorithms.rppo.rppo import _non_negative
+
+NORMALIZATIONS = ("minmax", "none")
+TIMINGS = ("post", "pre")
+
+
+class POCARConfig(FairPPOConfig):
+    """Config of POCAR (A-PPO): :class:`FairPPOConfig` plus advantage regularisation.
+
+    Attributes:
+        beta_0: weight of PPO's advantage.
+        beta_1: weight of the value-thresholding term ``min(0, omega - Delta)``.
+        beta_2: weight of the decrease-in-violation term.
+        omega: disparity tolerance (paper: 0.005 lending, 0.05 attention and infectious).
+        advantage_normalization: ``"minmax"`` (reference, default) or ``"none"`` (paper).
+        delta_timing: ``"post"`` (reference, default) or ``"pre"`` (paper's indexing).
+    """
+
+    needs_step_disparity = True
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or POCAR)
+        self.beta_0: float = 1.0
+        self.beta_1: float = 0.25
+        self.beta_2: float = 0.25
+        self.omega: float = 0.005
+        self.advantage_normalization: str = "minmax"
+        self.delta_timing: str = "post"
+
+    def training(
+        self,
+        *,
+        beta_0=NotProvided,
+        beta_1=NotProvided,
+        beta_2=NotProvided,
+        omega=NotProvided,
+        advantage_normalization=NotProvided,
+        delta_timing=NotProvided,
+        **kw,
+    ):
+        """PPO's ``training()`` plus POCAR's settings (see the class attributes)."""
+        super().training(**kw)
+        for key, value in (
+            ("beta_0", beta_0),
+            ("beta_1", beta_1),
+            ("beta_2", beta_2),
+            ("omega", omega),
+            ("advantage_normalization", advantage_normalization),
+            ("delta_timing", delta_timing),
+        ):
+            if value is not NotProvided:
+                setattr(self, key, value)
+        return self
+
+    def get_default_learner_class(self):
+        """Returns :class:`POCARTorchLearner`."""
+        from rllib_fair.algorithms.pocar.pocar_learner import POCARTorchLearner
+
+        return POCARTorchLearner
+
+    def validate(self) -> None:
+        """PPO's and the fairness checks, then POCAR's."""
+        super().validate()
+        for key in ("beta_0", "beta_1", "beta_2", "omega"):
+            _non_negative(key, getattr(self, key))
+        if self.advantage_normalization not in NORMALIZATIONS:
+            raise ValueError(
+                f"advantage_normalization: {self.advantage_normalization!r} is invalid; "
+                f"valid choices: {', '.join(NORMALIZATIONS)}"
+            )
+        if self.delta_timing not in TIMINGS:
+            raise ValueError(
+                f"delta_timing: {self.delta_timing!r} is invalid; valid choices: "
+                f"{', '.join(TIMINGS)}"
+            )
+
+
+class POCAR(PPO):
+    """RLlib PPO with POCAR's regularised advantages (see module docstring)."""
+
+    @classmethod
+    def get_default_config(cls) -> POCARConfig:
+        """Returns a fresh :class:`POCARConfig`."""
+        return POCARConfig()

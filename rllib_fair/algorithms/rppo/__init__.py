@@ -1,0 +1,1 @@
+"""R-PPO: PPO on a reward penalised by the per-step disparity (Yu et al. 2022; Xu et al. 2024)."""

@@ -1,0 +1,87 @@
+"""R-PPO: reward shaping with the per-step disparity.
+
+Xu et al. 2024, App. D.2, Eq. 27 (and Yu et al. 2022's R-PPO baseline): the learner
+trains on
+
+    r'_t = r_t - zeta_1 * max(0, Delta_t - omega)          (``penalty_form="hinge"``)
+    r'_t = r_t - zeta_1 * Delta_t * 1[Delta_t >= omega]    (``penalty_form="threshold"``)
+
+where Delta_t is the per-step disparity after the decision at t (the running gap of the
+configured notion since the episode start, or over ``fairness_disparity_window``). Eq. 27
+prints "+ zeta_1 Delta" (a sign typo: the text says a larger bias gives a smaller
+reward); the hinge form is the issue's and the POCAR attention reference's
+(``zeta_2 * min(0, omega - Delta)``); the threshold form is POCAR's lending and
+infectious reference. The shaping happens on the learner, right before GAE, so the
+episode returns RLlib reports stay the true utility.
+"""
+
+from __future__ import annotations
+
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.algorithms.ppo import PPO
+
+from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
+
+PENALTY_FORMS = ("hinge", "threshold")
+
+
+class RPPOConfig(FairPPOConfig):
+    """Config of R-PPO: :class:`FairPPOConfig` plus the reward-shaping settings.
+
+    Attributes:
+        zeta_1: weight of the disparity penalty (paper: 2 lending, 0.1 infectious,
+            10 / 20 attention original / harder).
+        omega: disparity tolerance below which there is no penalty.
+        penalty_form: ``"hinge"`` (``max(0, Delta - omega)``) or ``"threshold"``
+            (``Delta * 1[Delta >= omega]``).
+    """
+
+    needs_step_disparity = True
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or RPPO)
+        self.zeta_1: float = 2.0
+        self.omega: float = 0.005
+        self.penalty_form: str = "hinge"
+
+    def training(self, *, zeta_1=NotProvided, omega=NotProvided, penalty_form=NotProvided, **kw):
+        """PPO's ``training()`` plus ``zeta_1``, ``omega`` and ``penalty_form``."""
+        super().training(**kw)
+        if zeta_1 is not NotProvided:
+            self.zeta_1 = zeta_1
+        if omega is not NotProvided:
+            self.omega = omega
+        if penalty_form is not NotProvided:
+            self.penalty_form = penalty_form
+        return self
+
+    def get_default_learner_class(self):
+        """Returns :class:`RPPOTorchLearner`."""
+        from rllib_fair.algorithms.rppo.rppo_learner import RPPOTorchLearner
+
+        return RPPOTorchLearner
+
+    def validate(self) -> None:
+        """PPO's and the fairness checks, then R-PPO's."""
+        super().validate()
+        _non_negative("zeta_1", self.zeta_1)
+        _non_negative("omega", self.omega)
+        if self.penalty_form not in PENALTY_FORMS:
+            raise ValueError(
+                f"penalty_form: {self.penalty_form!r} is invalid; valid choices: "
+                f"{', '.join(PENALTY_FORMS)}"
+            )
+
+
+def _non_negative(key: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{key}: {value!r} is invalid; valid: a number >= 0")
+
+
+class RPPO(PPO):
+    """RLlib PPO trained on the disparity-penalised reward (see module docstring)."""
+
+    @classmethod
+    def get_default_config(cls) -> RPPOConfig:
+        """Returns a fresh :class:`RPPOConfig`."""
+        return RPPOConfig()

@@ -25,6 +25,11 @@ from rllib_fair.envs.lending_fico import LendingFICOEnv
 ENTRY_POINTS: dict[str, str] = {
     "fair/Lending-v0": "rllib_fair.envs.lending:LendingEnv",
     "fair/LendingFICO-v0": "rllib_fair.envs.lending_fico:LendingFICOEnv",
+    "fair/LendingHard-v0": "rllib_fair.envs.lending_hard:LendingHardEnv",
+    "fair/Attention-v0": "rllib_fair.envs.attention:AttentionEnv",
+    "fair/AttentionHard-v0": "rllib_fair.envs.attention:AttentionHardEnv",
+    "fair/Infectious-v0": "rllib_fair.envs.infectious:InfectiousEnv",
+    "fair/InfectiousHard-v0": "rllib_fair.envs.infectious:InfectiousHardEnv",
 }
 
 #: Every environment id this package registers.

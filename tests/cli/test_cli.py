@@ -133,6 +133,12 @@ def run_bad(argv: list[str], results: Path, capsys) -> str:
     return lines[0]
 
 
+def _algorithms() -> list[str]:
+    from rllib_fair.algorithms import list_algorithms
+
+    return list_algorithms()
+
+
 def _notions() -> list[str]:
     from rllib_fair.fairness.notions import list_notions
 
@@ -150,7 +156,7 @@ BAD_INPUT = [
     pytest.param(
         changed((("run",), "PPX")),
         [],
-        ["run", "'PPX'", "valid choices: PPO"],
+        ["run", "'PPX'", "valid choices: " + ", ".join(_algorithms())],
         id="unknown-run",
     ),
     pytest.param(

@@ -42,6 +42,7 @@ def flat(d, prefix=""):
         ("fair/Lending-v0", 0, ("group_0", "group_1")),
         ("fair/Lending-v0", 1, ("group_0", "group_1")),
         ("fair/LendingFICO-v0", 0, ("Black", "white")),
+        ("fair/LendingHard-v0", 0, ("group_0", "group_1")),
     ],
 )
 def test_two_iterations_report_fairness_metrics(ray_session, env_id, runners, groups):
@@ -148,3 +149,36 @@ def test_user_callbacks_do_not_replace_fairness_callback():
     d = get_config_class("PPO")().callbacks(Mine).to_dict()
     again = get_config_class("PPO").from_dict(d)
     assert again.callbacks_class == [FairnessMetricsCallback, Mine]
+
+
+@pytest.mark.parametrize(
+    ("env_id", "n_groups"),
+    [
+        ("fair/Attention-v0", 5),
+        ("fair/AttentionHard-v0", 5),
+        ("fair/Infectious-v0", 2),
+        ("fair/InfectiousHard-v0", 2),
+    ],
+)
+def test_allocation_envs_train_and_report_benefit_rate(ray_session, env_id, n_groups):
+    cfg = (
+        get_config_class("PPO")()
+        .environment(env_id, env_config={"max_steps": 100})
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .debugging(seed=0)
+    )
+    assert cfg.resolved_fairness_notion() == "benefit_rate"
+    algo = cfg.build_algo()
+    try:
+        result = algo.train()
+        fair = result["fairness"]["benefit_rate"]
+        assert len(fair["rate"]) == n_groups
+        assert fair["num_steps"] == 200
+        assert all(math.isfinite(v) for v in flat(fair).values())
+        for g, demand in fair["demand"].items():
+            if demand > 0:
+                assert fair["rate"][g] == pytest.approx(fair["supply"][g] / demand)
+    finally:
+        algo.stop()

@@ -11,7 +11,7 @@
 * :mod:`~rllib_fair.fairness.metrics`: static metrics with fairlearn's names.
 """
 
-from rllib_fair.fairness import counts, ledger, metrics, notions
+from rllib_fair.fairness import counts, ledger, metrics, notions, objective
 from rllib_fair.fairness.counts import (
     FIELDS,
     NUM_FIELDS,
@@ -56,6 +56,11 @@ from rllib_fair.fairness.notions import (
     get_notion,
     list_notions,
 )
+from rllib_fair.fairness.objective import (
+    FairAdvantageWeights,
+    fair_advantage,
+    fair_advantage_weights,
+)
 
 __all__ = [
     "DEMAND_EPS",
@@ -63,6 +68,9 @@ __all__ = [
     "NOTIONS",
     "NUM_FIELDS",
     "AccuracyParity",
+    "FairAdvantageWeights",
+    "fair_advantage",
+    "fair_advantage_weights",
     "BenefitRate",
     "DemographicParity",
     "EqualOpportunity",
@@ -94,6 +102,7 @@ __all__ = [
     "list_notions",
     "metrics",
     "notions",
+    "objective",
     "qualification_parity_difference",
     "ratio",
     "soft_bias",

@@ -64,6 +64,16 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                 "(Yu et al. 2022; Xu et al. 2024, App. D.2, Eq. 28)"
             ),
         ),
+        AlgorithmSpec(
+            name="ELBERTPO",
+            module="rllib_fair.algorithms.elbertpo.elbertpo",
+            algo_class="ELBERTPO",
+            config_class="ELBERTPOConfig",
+            paper=(
+                "ELBERT-PO: PPO with the fairness-aware advantage of the long-term benefit "
+                "rate gap (Xu et al. 2024, ICML; Eq. 5-7, 30)"
+            ),
+        ),
     ]
 }
 

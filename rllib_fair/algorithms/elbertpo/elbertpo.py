@@ -1,0 +1,201 @@
+"""ELBERT-PO (Xu et al. 2024, ICML): Equal Long-term BEnefit RaTe policy optimisation.
+
+PPO whose advantage is the fairness-aware advantage of Eq. 5 (Eq. 7 with the soft gap
+for more than two groups, Eq. 9 for equalized odds' two supply-demand pairs, Eq. 30 with
+the demand regulariser):
+
+    A^fair = A - alpha * sum_g dh/dz_g (A^S_g / eta^D_g - eta^S_g A^D_g / (eta^D_g)^2)
+             + zeta * A^D_{g*}
+
+The pieces, and where they live:
+
+* 2 K M extra value streams (supply and demand of each group and pair) from one extra
+  critic MLP with 2 K M outputs, built on the learner only
+  (:class:`~.torch.elbertpo_torch_rl_module.ELBERTPOTorchRLModule`);
+* per-stream GAE and the combination above, once per train batch, in a learner
+  connector after RLlib's GAE (:class:`~.torch.elbertpo_torch_learner.ELBERTAdvantage`);
+  the weights come from :func:`rllib_fair.fairness.objective.fair_advantage_weights`;
+* the extra value loss, added to PPO's loss
+  (:class:`~.torch.elbertpo_torch_learner.ELBERTPOTorchLearner`).
+
+eta^S_g and eta^D_g are estimated from the train batch as the mean supply / demand per
+step times the episode length ``L`` (``episode_length``; by default the env's
+``max_steps``). This equals the reference's undiscounted Monte-Carlo mean per episode
+(sum over the rollout buffer / number of episodes) when the batch holds whole episodes
+of length ``L``, and keeps working when RLlib cuts episodes across batches.
+
+``advantage_form="paper"`` (default) combines the raw advantages as Eq. 5 writes them;
+``"reference"`` standardises each stream's advantage first, as the reference code does
+(which changes the relative scale of the terms). Both standardise the combined
+advantage over the batch afterwards (a positive rescaling of the whole policy gradient,
+so the direction of Eq. 5 is kept).
+"""
+
+from __future__ import annotations
+
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.algorithms.ppo import PPO
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
+from rllib_fair.algorithms.rppo.rppo import _non_negative
+
+ADVANTAGE_FORMS = ("paper", "reference")
+SOFT_BIAS_MODES = ("auto", "always", "never")
+
+
+class ELBERTPOConfig(FairPPOConfig):
+    """Config of ELBERT-PO: :class:`FairPPOConfig` plus the fairness-aware advantage.
+
+    Attributes:
+        alpha: bias coefficient (paper, App. D.2: 2e5 lending, 10 / 50 infectious
+            original / harder, 50 / 2e4 attention original / harder).
+        beta: soft-gap temperature (paper: 20).
+        soft_bias: ``"auto"`` (soft gap when there are more than two groups, as the
+            paper and the reference), ``"always"`` or ``"never"``.
+        demand_zeta: zeta of the demand regulariser (App. E, Eq. 30); 0 switches it off.
+        demand_group: the group whose demand is regularised; None: the group with the
+            lowest long-term benefit rate in the batch.
+        advantage_form: ``"paper"`` (Eq. 5 on raw advantages) or ``"reference"``
+            (each stream standardised first).
+        episode_length: ``L`` in the eta estimate; None reads ``max_steps`` of the env.
+    """
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or ELBERTPO)
+        self.alpha: float = 2e5
+        self.beta: float = 20.0
+        self.soft_bias: str = "auto"
+        self.demand_zeta: float = 0.0
+        self.demand_group: int | None = None
+        self.advantage_form: str = "paper"
+        self.episode_length: int | None = None
+
+    def training(
+        self,
+        *,
+        alpha=NotProvided,
+        beta=NotProvided,
+        soft_bias=NotProvided,
+        demand_zeta=NotProvided,
+        demand_group=NotProvided,
+        advantage_form=NotProvided,
+        episode_length=NotProvided,
+        **kw,
+    ):
+        """PPO's ``training()`` plus ELBERT-PO's settings (see the class attributes)."""
+        super().training(**kw)
+        for key, value in (
+            ("alpha", alpha),
+            ("beta", beta),
+            ("soft_bias", soft_bias),
+            ("demand_zeta", demand_zeta),
+            ("demand_group", demand_group),
+            ("advantage_form", advantage_form),
+            ("episode_length", episode_length),
+        ):
+            if value is not NotProvided:
+                setattr(self, key, value)
+        return self
+
+    # ---------------------------------------------------------------- derived settings
+    def fairness_shape(self) -> tuple[int, int]:
+        """``(K, G)``: supply-demand pairs of the notion and groups of the env."""
+        from rllib_fair.fairness.notions import get_notion
+        from rllib_fair.rllib.config import _env_meta
+
+        meta = _env_meta(self.env)
+        if meta is None:
+            raise ValueError(
+                f"env: ELBERTPO needs a registered rllib-fair environment to know its groups, "
+                f"got {self.env!r}"
+            )
+        return get_notion(self.resolved_fairness_notion()).n_pairs, meta["n_groups"]
+
+    def resolved_episode_length(self) -> int:
+        """``episode_length`` or the env's ``max_steps``."""
+        if self.episode_length is not None:
+            return int(self.episode_length)
+        import gymnasium as gym
+
+        env = gym.make(self.env, **dict(self.env_config or {}))
+        try:
+            length = getattr(env.unwrapped, "max_steps", None)
+        finally:
+            env.close()
+        if not isinstance(length, int) or length < 1:
+            raise ValueError(
+                f"episode_length: None but env {self.env!r} has no max_steps; valid: a positive int"
+            )
+        return length
+
+    def use_soft_bias(self) -> bool:
+        """Whether h uses the soft gap."""
+        if self.soft_bias == "always":
+            return True
+        if self.soft_bias == "never":
+            return False
+        return self.fairness_shape()[1] > 2
+
+    @property
+    def _model_config_auto_includes(self):
+        k, g = self.fairness_shape()
+        return super()._model_config_auto_includes | {"fair_value_streams": 2 * k * g}
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """PPO's module spec with the ELBERT-PO module class."""
+        from rllib_fair.algorithms.elbertpo.torch.elbertpo_torch_rl_module import (
+            ELBERTPOTorchRLModule,
+        )
+
+        spec = super().get_default_rl_module_spec()
+        spec.module_class = ELBERTPOTorchRLModule
+        return spec
+
+    def get_default_learner_class(self):
+        """Returns :class:`ELBERTPOTorchLearner`."""
+        from rllib_fair.algorithms.elbertpo.torch.elbertpo_torch_learner import (
+            ELBERTPOTorchLearner,
+        )
+
+        return ELBERTPOTorchLearner
+
+    def validate(self) -> None:
+        """PPO's and the fairness checks, then ELBERT-PO's."""
+        super().validate()
+        for key in ("alpha", "demand_zeta"):
+            _non_negative(key, getattr(self, key))
+        if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) or self.beta <= 0:
+            raise ValueError(f"beta: {self.beta!r} is invalid; valid: a number > 0")
+        if self.soft_bias not in SOFT_BIAS_MODES:
+            raise ValueError(
+                f"soft_bias: {self.soft_bias!r} is invalid; valid choices: "
+                f"{', '.join(SOFT_BIAS_MODES)}"
+            )
+        if self.advantage_form not in ADVANTAGE_FORMS:
+            raise ValueError(
+                f"advantage_form: {self.advantage_form!r} is invalid; valid choices: "
+                f"{', '.join(ADVANTAGE_FORMS)}"
+            )
+        if not self.fairness_columns:
+            raise ValueError("fairness_columns: False is invalid for ELBERTPO; valid: true")
+        _, g = self.fairness_shape()
+        if self.demand_group is not None and (
+            isinstance(self.demand_group, bool)
+            or not isinstance(self.demand_group, int)
+            or not 0 <= self.demand_group < g
+        ):
+            raise ValueError(
+                f"demand_group: {self.demand_group!r} is invalid; valid: None or a group "
+                f"index in 0..{g - 1}"
+            )
+        self.resolved_episode_length()
+
+
+class ELBERTPO(PPO):
+    """RLlib PPO trained on the fairness-aware advantage (see module docstring)."""
+
+    @classmethod
+    def get_default_config(cls) -> ELBERTPOConfig:
+        """Returns a fresh :class:`ELBERTPOConfig`."""
+        return ELBERTPOConfig()

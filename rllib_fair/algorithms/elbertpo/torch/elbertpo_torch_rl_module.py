@@ -1,0 +1,47 @@
+"""ELBERT-PO's RLModule: PPO's module plus one critic MLP for the supply/demand streams."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+from ray.rllib.core.columns import Columns
+from torch import nn
+
+_ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "swish": nn.SiLU, "silu": nn.SiLU}
+
+
+class ELBERTPOTorchRLModule(DefaultPPOTorchRLModule):
+    """DefaultPPOTorchRLModule with ``fair_vf``: obs -> 2 K M supply/demand values.
+
+    The reference builds 2 M separate critic MLPs; here one MLP with the critic's hidden
+    sizes outputs all streams (the streams share features, the cost is one extra critic
+    forward pass). It exists on the learner only (``get_non_inference_attributes``), so
+    env runners and weight sync are unchanged.
+    """
+
+    def setup(self):
+        """Builds PPO's networks, then (learner only) the supply/demand critic."""
+        super().setup()
+        if self.inference_only:
+            return
+        n_out = int(self.model_config["fair_value_streams"])
+        hiddens = list(self.model_config.get("fcnet_hiddens", [256, 256]))
+        act_name = self.model_config.get("fcnet_activation", "tanh")
+        act = _ACTIVATIONS.get(str(act_name).lower(), nn.Tanh)
+        layers: list[nn.Module] = []
+        width = int(np.prod(self.observation_space.shape))
+        for h in hiddens:
+            layers += [nn.Linear(width, h), act()]
+            width = h
+        layers.append(nn.Linear(width, n_out))
+        self.fair_vf = nn.Sequential(*layers)
+
+    def get_non_inference_attributes(self) -> list[str]:
+        """PPO's learner-only attributes plus ``fair_vf``."""
+        return super().get_non_inference_attributes() + ["fair_vf"]
+
+    def compute_fair_values(self, batch: dict) -> torch.Tensor:
+        """Values of the supply/demand streams, ``[B, 2 K M]`` (supply block first)."""
+        obs = batch[Columns.OBS]
+        return self.fair_vf(obs.reshape(obs.shape[0], -1).float())

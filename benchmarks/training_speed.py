@@ -1,20 +1,21 @@
-"""PPO training speed with and without rllib-fair's fairness glue, side by side.
+"""Training speed of every algorithm next to plain RLlib PPO, side by side in one run.
 
-Three variants train on the same environment with the same hyper-parameters, in one
+The variants train on the same environment with the same PPO hyper-parameters, in one
 process, interleaved round by round so machine noise hits all of them alike:
 
 * ``rllib PPO``      ray.rllib's own ``PPOConfig`` (no fairness anything);
-* ``fair PPO, off``  rllib-fair's ``FairPPOConfig`` with ``fairness(metrics=False,
-  columns=False)``;
-* ``fair PPO, on``   ``FairPPOConfig`` as shipped: metrics callback + fairness columns.
+* ``fair PPO, off``  rllib-fair's G-PPO with ``fairness(metrics=False, columns=False)``;
+* ``fair PPO, on``   G-PPO as shipped: metrics callback + fairness columns;
+* ``RPPO``, ``POCAR``, ``ELBERTPO``: the fairness-aware algorithms with their defaults.
 
 It prints env steps per second of whole training iterations (sampling + learning) and
-the ratio of each variant to ``rllib PPO``. Settings follow the papers' PPO (batch 2048,
-minibatch 64, 10 epochs) unless overridden.
+the ratio of each variant to ``rllib PPO`` (the fairness overhead). Settings follow the
+papers' PPO (batch 2048, minibatch 64, 10 epochs) unless overridden.
 
 Usage::
 
-    python benchmarks/ppo_overhead.py [--env fair/Lending-v0] [--iters 4] [--rounds 2]
+    python benchmarks/training_speed.py [--env fair/Lending-v0] [--iters 4] [--rounds 2]
+        [--variants "rllib PPO" "fair PPO, on" POCAR ELBERTPO]
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ except ModuleNotFoundError:  # a checkout without `pip install -e .`
     import rllib_fair  # noqa: F401, E402
 
 
+VARIANTS = ["rllib PPO", "fair PPO, off", "fair PPO, on", "RPPO", "POCAR", "ELBERTPO"]
+
+
 def make_config(variant: str, env_id: str, batch: int, minibatch: int, epochs: int):
     from ray.rllib.algorithms.ppo import PPOConfig
 
@@ -46,10 +50,12 @@ def make_config(variant: str, env_id: str, batch: int, minibatch: int, epochs: i
 
     if variant == "rllib PPO":
         cfg = PPOConfig().environment(f"rllib_fair:{env_id}")
-    else:
+    elif variant.startswith("fair PPO"):
         cfg = get_config_class("PPO")().environment(env_id)
         if variant.endswith("off"):
             cfg.fairness(metrics=False, columns=False)
+    else:
+        cfg = get_config_class(variant)().environment(env_id)
     return (
         cfg.env_runners(num_env_runners=0)
         .training(train_batch_size_per_learner=batch, minibatch_size=minibatch, num_epochs=epochs)
@@ -68,10 +74,13 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=2048)
     p.add_argument("--minibatch", type=int, default=64)
     p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--variants", nargs="+", default=VARIANTS)
     args = p.parse_args()
+    if "rllib PPO" not in args.variants:
+        args.variants.insert(0, "rllib PPO")
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    variants = ["rllib PPO", "fair PPO, off", "fair PPO, on"]
+    variants = args.variants
     algos = {
         v: make_config(v, args.env, args.batch, args.minibatch, args.epochs).build_algo()
         for v in variants

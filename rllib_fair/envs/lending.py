@@ -288,17 +288,13 @@ class LendingEnv(FairEnvMixin, gym.Env):
         b = self._bin
         y = self._label
         if a:
-            if y:
-                reward = self._gain
-                dst = b + 1 if b + 1 < self.n_bins else b
-            else:
-                reward = -self.loan_amount
-                dst = b - 1 if b > 0 else b
+            reward = self._gain if y else -self.loan_amount
             self._cash += reward
-            if dst != b:
-                self._shift(g, b, dst)
         else:
             reward = 0.0
+        dst = self._destination(g, b, y, a)
+        if dst != b:
+            self._shift(g, b, dst)
         if y:
             qual = self._qualified[g] = self._qualified[g] + 1
             sel_qual = self._sel_qualified[g] = self._sel_qualified[g] + a
@@ -321,6 +317,19 @@ class LendingEnv(FairEnvMixin, gym.Env):
         return self._obs.copy(), reward, terminated, truncated, info
 
     # ------------------------------------------------------------------ internals
+
+    def _destination(self, g: int, b: int, y: int, a: int) -> int:
+        """Bin the decided applicant's probability mass moves to (``b``: no move).
+
+        Delayed impact (Liu et al. 2018): an accepted applicant moves one bin up on
+        repayment and one bin down on default, clipped; a rejection changes nothing.
+        Variants override this hook (``LendingHardEnv``).
+        """
+        if not a:
+            return b
+        if y:
+            return b + 1 if b + 1 < self.n_bins else b
+        return b - 1 if b > 0 else b
 
     def _qualified_mass(self, g: int) -> float:
         """``group_probs[g] * sum_b p_g[b] * success[g][b]`` for the current ``p_g``."""

@@ -39,7 +39,6 @@ from rllib_fair.envs.lending import (
     DEFAULT_SUCCESS_PROBS,
     LendingEnv,
 )
-from rllib_fair.fairness.counts import POPULATION, decision_counts
 
 #: ELBERT ``DELAYED_IMPACT_CLUSTER_PROBS_1``: initial credit-bin distribution per group
 #: (group 1 still starts with lower credit: mean bin 3.25 vs 4.35).
@@ -251,51 +250,18 @@ class LendingHardEnv(LendingEnv):
         """``[2, n_bins, n_bins]`` copy: ``[0]`` rows after repaying, ``[1]`` after default."""
         return self._transitions.copy()
 
-    # ------------------------------------------------------------------ gymnasium API
-
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """Decides on the shown applicant, moves its credit mass, draws the next."""
-        g = self._group
-        if g < 0:
-            raise RuntimeError("LendingHardEnv.step() called before reset()")
-        a = int(action)
-        if a != 0 and a != 1:
-            raise ValueError(f"action={action!r}: expected 0 (reject) or 1 (accept)")
-        b = self._bin
-        y = self._label
-        if a:
-            reward = self._gain if y else -self.loan_amount
-            self._cash += reward
-            cum = self._accept_cum[y][b]
-        else:
-            reward = 0.0
-            cum = self._reject_cum[g][y][b]
-        # u * total < total: the destination drawn always has positive probability.
-        dst = bisect_right(cum, self._u_move * cum[-1])
-        if dst != b:
-            self._shift(g, b, dst)
-        if y:
-            qual = self._qualified[g] = self._qualified[g] + 1
-            sel_qual = self._sel_qualified[g] = self._sel_qualified[g] + a
-            if self._tpr_off >= 0:
-                self._obs[self._tpr_off + g] = sel_qual / qual
-        self._t += 1
-
-        counts = decision_counts(g, y, a, self._n_groups)
-        counts[POPULATION:] = self._pop_rows
-        info = {
-            "fairness": counts,
-            "group": g,
-            "label": y,
-            "decision": a,
-            "label_observed": a,
-        }
-        terminated = self._cash < self.loan_amount
-        truncated = self._t >= self.max_steps
-        self._draw_applicant()
-        return self._obs.copy(), reward, terminated, truncated, info
-
     # ------------------------------------------------------------------ internals
+
+    def _destination(self, g: int, b: int, y: int, a: int) -> int:
+        """Draws the destination bin from the reference's transition matrices.
+
+        Accept: row ``b`` of the repay (``y = 1``) or default matrix. Reject: the same
+        row mixed with staying put, ``alter_rate[g] * row + (1 - alter_rate[g]) e_b``
+        (ELBERT ``harder_env.py``).
+        """
+        cum = self._accept_cum[y][b] if a else self._reject_cum[g][y][b]
+        # u * total < total: the destination drawn always has positive probability.
+        return bisect_right(cum, self._u_move * cum[-1])
 
     def _uniform_row(self) -> list[float]:
         """Returns the applicant's three draws; keeps the fourth for the destination bin."""

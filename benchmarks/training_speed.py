@@ -100,7 +100,7 @@ def main() -> None:
         algo.stop()
     base = steps["rllib PPO"] / seconds["rllib PPO"]
     print(
-        f"\nPPO training speed on {args.env} (batch {args.batch}, minibatch "
+        f"\nTraining speed on {args.env} (batch {args.batch}, minibatch "
         f"{args.minibatch}, {args.epochs} epochs, 0 remote env runners, 1 torch thread)"
     )
     print(f"{'variant':<16} {'env steps/s':>12} {'vs rllib PPO':>13}")

@@ -262,3 +262,18 @@ def test_elbertpo_trains_and_module_split(ray_session, env_id, streams):
         assert cfg.use_soft_bias() == (streams > 4)
     finally:
         algo.stop()
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("name", ["RPPO", "POCAR", "ELBERTPO"])
+def test_trains_with_a_remote_env_runner(ray_session, name):
+    """The per-step disparity and the counts travel from a remote runner to the learner."""
+    cfg = small(name).env_runners(num_env_runners=1)
+    algo = cfg.build_algo()
+    try:
+        result = algo.train()
+        assert "env_runners" in result, "the remote env runner crashed"
+        assert result["fairness"]["equal_opportunity"]["num_steps"] == 400
+        assert np.isfinite(result["learners"]["default_policy"]["policy_loss"])
+    finally:
+        algo.stop()

@@ -24,7 +24,8 @@ equalized odds, the notion's only pair otherwise, where the pair level is omitte
 ``fairness/<N>/step_disparity_mean``              mean over the iteration's steps of the
                                                   per-step disparity Delta_t (running gap
                                                   since the episode start, or over the last
-                                                  ``fairness_disparity_window`` decisions)
+                                                  ``fairness_disparity_window`` decisions;
+                                                  demands plus ``fairness_smoothing``)
 ``fairness/<N>/episode_bias_mean``                mean over episodes finished in the
                                                   iteration of the episode's own gap
 ``fairness/<N>/num_steps``                        steps the numbers above are computed from

@@ -128,11 +128,15 @@ def _cmd_train(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rllib-fair`` console script."""
     args = _parser().parse_args(argv)
-    if args.command == "envs":
-        return _cmd_envs()
-    if args.command == "algos":
-        return _cmd_algos()
-    return _cmd_train(args)
+    try:
+        if args.command == "envs":
+            return _cmd_envs()
+        if args.command == "algos":
+            return _cmd_algos()
+        return _cmd_train(args)
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -184,6 +184,15 @@ class FairnessMetricsCallback(RLlibCallback):
         if isinstance(evaluation, dict):
             _finalize(evaluation, order)
 
+    def on_evaluate_end(
+        self, *, algorithm=None, metrics_logger=None, evaluation_metrics=None, **kw
+    ):
+        """Finalises the evaluation's fairness keys (``algo.evaluate()`` called directly)."""
+        if isinstance(evaluation_metrics, dict):
+            config = getattr(algorithm, "config", None)
+            order = _group_names(config, -1) if config is not None else []
+            _finalize(evaluation_metrics, order)
+
 
 def _finalize(scope: dict, group_order: list[str]) -> None:
     runners = scope.get("env_runners")

@@ -182,3 +182,23 @@ def test_allocation_envs_train_and_report_benefit_rate(ray_session, env_id, n_gr
                 assert fair["rate"][g] == pytest.approx(fair["supply"][g] / demand)
     finally:
         algo.stop()
+
+
+def test_evaluation_reports_fairness(ray_session):
+    cfg = small_config("fair/Lending-v0", 0, max_steps=200).evaluation(
+        evaluation_interval=1,
+        evaluation_duration=2,
+        evaluation_duration_unit="episodes",
+        evaluation_num_env_runners=0,
+        evaluation_config={"explore": False},
+    )
+    algo = cfg.build_algo()
+    try:
+        result = algo.train()
+        ev = result["evaluation"]["fairness"]["equal_opportunity"]
+        assert ev["num_episodes"] == 2 and ev["num_steps"] == 400
+        direct = algo.evaluate()  # called outside train(): on_evaluate_end finalises
+        assert math.isfinite(direct["fairness"]["equal_opportunity"]["bias"])
+        assert keys.RAW not in direct["env_runners"]
+    finally:
+        algo.stop()

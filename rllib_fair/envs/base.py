@@ -103,7 +103,7 @@ def _fmt(value: Any) -> str:
             return np.array2string(arr, separator=", ", max_line_width=10_000).replace("\n", "")
     except Exception:  # noqa: BLE001 - any unprintable value falls back to repr
         pass
-    text = repr(value)
+    text = " ".join(repr(value).split())  # one line, even for large arrays
     return text if len(text) <= 200 else text[:197] + "..."
 
 

@@ -22,7 +22,7 @@ import logging
 import numpy as np
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
-from rllib_fair.fairness.counts import NUM_FIELDS
+from rllib_fair.fairness.counts import NUM_FIELDS, QUALIFIED, QUALIFIED_MASS
 from rllib_fair.fairness.ledger import benefit_rates, bias, ratio
 from rllib_fair.fairness.notions import get_notion
 from rllib_fair.fairness.sequence import get_disparity_source, running_disparity
@@ -42,6 +42,32 @@ def episode_counts(episode) -> np.ndarray:
     if not rows:
         return np.zeros((0, NUM_FIELDS, 0))
     return np.stack(rows).astype(np.float64, copy=False)
+
+
+def hide_unobserved_labels(episode) -> int:
+    """Removes every label the decision-maker did not observe from an episode chunk's infos.
+
+    For each info with ``label_observed == 0`` and a label (``label >= 0``, i.e. an
+    individual was decided on and rejected): ``label`` becomes -1 and the ``QUALIFIED``
+    count of its group 0 (``SELECTED_QUALIFIED`` is already 0 for a rejection). The
+    population's ``QUALIFIED_MASS`` row (the true state) is zeroed in every info. Infos
+    are changed in place, so the episode that travels to the learners no longer carries
+    them. Returns the number of labels removed.
+    """
+    removed = 0
+    for info in episode.get_infos():
+        counts = info.get("fairness")
+        if counts is not None:
+            counts[QUALIFIED_MASS] = 0.0
+        label = info.get("label", -1)
+        if label is None or label < 0 or info.get("label_observed", 1):
+            continue
+        info["label"] = -1
+        group = info.get("group", -1)
+        if counts is not None and group is not None and group >= 0:
+            counts[QUALIFIED, group] = 0.0
+        removed += 1
+    return removed
 
 
 def _group_names(config, n_groups: int) -> list[str]:
@@ -83,6 +109,9 @@ class FairnessMetricsCallback(RLlibCallback):
         smoothing = getattr(config, "fairness_smoothing", 0.0)
         notions = _notions_of(config) if getattr(config, "fairness_metrics", True) else []
         attach = bool(getattr(config, "needs_step_disparity", False))
+        hide = (
+            hasattr(config, "resolved_label_access") and config.resolved_label_access() != "oracle"
+        )
         totals: dict = {}
         for episode in samples:
             counts = episode_counts(episode)
@@ -98,6 +127,8 @@ class FairnessMetricsCallback(RLlibCallback):
             done = episode.is_done
             if attach:
                 self._attach_step_disparity(config, episode, counts, done)
+            if hide:
+                hide_unobserved_labels(episode)
             for name in notions:
                 notion = get_notion(name)
                 supply, demand = notion.supply_demand(counts)

@@ -41,6 +41,13 @@ class FairnessConfigMixin:
             selective-label sources register further names in
             :data:`rllib_fair.fairness.sequence.DISPARITY_SOURCES`. Metrics always use
             the true counts.
+        fairness_label_access: ``"observed"``: before episodes leave the env runners,
+            the label of every individual whose label was not observed (a rejected
+            applicant: ``info["label_observed"] == 0``) is removed from its info (label
+            -1, its ``QUALIFIED`` count 0) together with the population's qualified
+            mass, so no learner can read it; ``"oracle"``: learners see true labels.
+            None: the algorithm's default (``oracle_by_default``). Metrics are always
+            computed from the true labels, before the removal.
         fairness_smoothing: constant added to every demand before taking a rate
             (POCAR's reference adds 1); 0 means exact rates with the zero-demand
             convention of :mod:`rllib_fair.fairness.ledger`.
@@ -53,8 +60,13 @@ class FairnessConfigMixin:
     #: connector adds the ``fair_disparity`` columns.
     needs_step_disparity: ClassVar[bool] = False
 
+    #: Label access of the algorithm when ``fairness_label_access`` is None: False means
+    #: the learner only sees the labels the decision-maker observes (selective labels).
+    oracle_by_default: ClassVar[bool] = False
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fairness_label_access: str | None = None
         self.fairness_notion: str | None = None
         self.fairness_disparity_source: str = "true"
         self.fairness_log_notions: list[str] = []
@@ -73,6 +85,7 @@ class FairnessConfigMixin:
         log_notions: list[str] | None = NotProvided,
         disparity_window: int | None = NotProvided,
         disparity_source: str = NotProvided,
+        label_access: str | None = NotProvided,
         smoothing: float = NotProvided,
         metrics: bool = NotProvided,
         columns: bool = NotProvided,
@@ -88,6 +101,8 @@ class FairnessConfigMixin:
             self.fairness_log_notions = list(log_notions or [])
         if disparity_window is not NotProvided:
             self.fairness_disparity_window = disparity_window
+        if label_access is not NotProvided:
+            self.fairness_label_access = label_access
         if disparity_source is not NotProvided:
             self.fairness_disparity_source = disparity_source
         if smoothing is not NotProvided:
@@ -139,6 +154,12 @@ class FairnessConfigMixin:
             )
         return meta["default_notion"]
 
+    def resolved_label_access(self) -> str:
+        """``fairness_label_access`` or the algorithm's default."""
+        if self.fairness_label_access is not None:
+            return self.fairness_label_access
+        return "oracle" if self.oracle_by_default else "observed"
+
     def fairness_notions_to_log(self) -> list[str]:
         """Returns the main notion followed by the extra notions, without duplicates."""
         out = [self.resolved_fairness_notion()]
@@ -180,6 +201,12 @@ class FairnessConfigMixin:
                 "(last n decisions) or None (running gap since the episode start)"
             )
         from rllib_fair.fairness.sequence import get_disparity_source
+
+        if self.fairness_label_access not in (None, "observed", "oracle"):
+            raise ValueError(
+                f"fairness_label_access: {self.fairness_label_access!r} is invalid; valid "
+                "choices: observed, oracle (or null for the algorithm's default)"
+            )
 
         get_disparity_source(self.fairness_disparity_source)
         if self.needs_step_disparity and not self.fairness_columns:

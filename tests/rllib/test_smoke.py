@@ -202,3 +202,57 @@ def test_evaluation_reports_fairness(ray_session):
         assert keys.RAW not in direct["env_runners"]
     finally:
         algo.stop()
+
+
+@pytest.mark.parametrize("access", ["observed", "oracle"])
+def test_learner_never_sees_unobserved_labels_unless_oracle(ray_session, access):
+    """Selective labels: a rejected applicant's repayment is unknown to the lender."""
+    from rllib_fair.fairness.counts import QUALIFIED, QUALIFIED_MASS
+
+    cfg = small_config("fair/LendingFICO-v0", 0, max_steps=300).fairness(label_access=access)
+    assert cfg.resolved_label_access() == access
+    algo = cfg.build_algo()
+    try:
+        episodes = algo.env_runner.sample(num_timesteps=400, random_actions=True)
+        rejected_infos = [
+            info for ep in episodes for info in ep.get_infos()[1:] if info["decision"] == 0
+        ]
+        assert rejected_infos
+        learner = algo.learner_group._learner
+        b = learner._learner_connector(
+            rl_module=learner.module, batch={}, episodes=episodes, shared_data={}
+        )["default_policy"]
+        valid = b[keys.COL_VALID].numpy().astype(bool)
+        rejected = valid & (b[keys.COL_DECISION].numpy() == 0)
+        labels = b[keys.COL_LABEL].numpy()[rejected]
+        qualified = b[keys.COL_COUNTS].numpy()[rejected][:, QUALIFIED].sum(axis=1)
+        qual_mass = b[keys.COL_COUNTS].numpy()[valid][:, QUALIFIED_MASS]
+        if access == "observed":
+            assert (labels == -1).all() and not qualified.any() and not qual_mass.any()
+            assert all(info["label"] == -1 for info in rejected_infos)
+            accepted = valid & (b[keys.COL_DECISION].numpy() == 1)
+            assert set(np.unique(b[keys.COL_LABEL].numpy()[accepted])) <= {0, 1}
+        else:
+            assert set(np.unique(labels)) == {0, 1}  # true labels of rejected applicants
+            np.testing.assert_array_equal(qualified, labels)
+            assert qual_mass.all()
+    finally:
+        algo.stop()
+
+
+def test_label_access_defaults_per_algorithm():
+    def resolved(name, **fair):
+        return (
+            get_config_class(name)()
+            .environment("fair/Lending-v0")
+            .fairness(**fair)
+            .resolved_label_access()
+        )
+
+    assert resolved("PPO") == "observed"
+    assert resolved("ELBERTPO") == "oracle"
+    assert resolved("POCAR") == "oracle"  # true disparity: POCAR (Oracle)
+    assert resolved("RPPO", label_access="observed") == "observed"
+    cfg = get_config_class("PPO")().environment("fair/Lending-v0").fairness(label_access="all")
+    with pytest.raises(ValueError, match="fairness_label_access: 'all' is invalid"):
+        cfg.validate()

@@ -61,6 +61,9 @@ class ELBERTPOConfig(FairPPOConfig):
         episode_length: ``L`` in the eta estimate; None reads ``max_steps`` of the env.
     """
 
+    #: ELBERT-PO's supply/demand streams (e.g. qualified applicants) need true labels.
+    oracle_by_default = True
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or ELBERTPO)
         self.alpha: float = 2e5

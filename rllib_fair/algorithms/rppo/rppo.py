@@ -38,6 +38,12 @@ class RPPOConfig(FairPPOConfig):
 
     needs_step_disparity = True
 
+    def resolved_label_access(self) -> str:
+        """Oracle when the regularised disparity uses true labels, else observed."""
+        if self.fairness_label_access is not None:
+            return self.fairness_label_access
+        return "oracle" if self.fairness_disparity_source == "true" else "observed"
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or RPPO)
         self.zeta_1: float = 2.0

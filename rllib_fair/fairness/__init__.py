@@ -9,9 +9,12 @@
   :class:`WindowedDisparity` used by POCAR and SELLF. Its module docstring states the
   zero-demand convention used throughout.
 * :mod:`~rllib_fair.fairness.metrics`: static metrics with fairlearn's names.
+* :mod:`~rllib_fair.fairness.selective`: disparity under selective labels (SELLF): true,
+  accepted-only and imputed utilities, the Theorem 3.1 decomposition, and a sliding
+  window over the last ``n`` decisions.
 """
 
-from rllib_fair.fairness import counts, ledger, metrics, notions, objective
+from rllib_fair.fairness import counts, ledger, metrics, notions, objective, selective
 from rllib_fair.fairness.counts import (
     FIELDS,
     NUM_FIELDS,
@@ -61,6 +64,21 @@ from rllib_fair.fairness.objective import (
     fair_advantage,
     fair_advantage_weights,
 )
+from rllib_fair.fairness.selective import (
+    LABEL_SOURCES,
+    SELECTIVE_NOTIONS,
+    GroupUtilities,
+    ImputationTerms,
+    SelectiveCarry,
+    SelectiveDisparities,
+    SelectiveWindow,
+    group_utilities,
+    imputation_bias,
+    imputation_terms,
+    running_selective_disparity,
+    selective_disparity,
+    selective_disparity_series,
+)
 
 __all__ = [
     "DEMAND_EPS",
@@ -107,4 +125,19 @@ __all__ = [
     "ratio",
     "soft_bias",
     "soft_bias_grad",
+    # selective labels (SELLF)
+    "LABEL_SOURCES",
+    "SELECTIVE_NOTIONS",
+    "GroupUtilities",
+    "ImputationTerms",
+    "SelectiveCarry",
+    "SelectiveDisparities",
+    "SelectiveWindow",
+    "group_utilities",
+    "imputation_bias",
+    "imputation_terms",
+    "running_selective_disparity",
+    "selective",
+    "selective_disparity",
+    "selective_disparity_series",
 ]

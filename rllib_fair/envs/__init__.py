@@ -30,6 +30,7 @@ ENTRY_POINTS: dict[str, str] = {
     "fair/AttentionHard-v0": "rllib_fair.envs.attention:AttentionHardEnv",
     "fair/Infectious-v0": "rllib_fair.envs.infectious:InfectiousEnv",
     "fair/InfectiousHard-v0": "rllib_fair.envs.infectious:InfectiousHardEnv",
+    "fair/SchoolAdmission-v0": "rllib_fair.envs.school_admission:SchoolAdmissionEnv",
 }
 
 #: Every environment id this package registers.

@@ -20,6 +20,7 @@ import numpy as np
 
 from rllib_fair.fairness.ledger import disparity_series
 from rllib_fair.fairness.notions import Notion
+from rllib_fair.fairness.selective import running_selective_disparity
 
 
 @dataclass
@@ -89,11 +90,60 @@ def running_disparity(
     return gaps, DisparityCarry(total, tail, steps + t_len, last)
 
 
-#: Where the per-step disparity an algorithm regularises comes from. ``"true"`` uses the
-#: environment's true counts (labels of every individual). Selective-label variants
-#: (disparity from accepted individuals only, or from imputed labels; Valdrighi et al.,
-#: Eq. 2 and Sec. 3) register further names here with the same signature.
-DISPARITY_SOURCES: dict = {"true": running_disparity}
+def _true_source(notion, counts, *, window, smoothing, carry, steps=None):
+    """Per-step disparity from the true counts (every individual's label)."""
+    return running_disparity(notion, counts, window=window, smoothing=smoothing, carry=carry)
+
+
+def _selective_source(source: str):
+    def fn(notion, counts, *, window, smoothing, carry, steps=None):
+        if steps is None:
+            raise ValueError(
+                f"fairness_disparity_source: {source!r} needs the per-decision group, "
+                "decision and label of every step"
+            )
+        decision = np.asarray(steps["decision"])
+        # Only labels the decision-maker observed enter (accepted rows); the rest are
+        # never read, whatever the caller passes.
+        observed = np.where(decision == 1, np.asarray(steps["label"], dtype=np.float64), 0.0)
+        return running_selective_disparity(
+            notion,
+            steps["group"],
+            decision,
+            observed,
+            steps.get("predicted"),
+            window=window,
+            source=source,
+            signed=False,
+            carry=carry,
+        )
+
+    fn.__doc__ = f"Per-step |disparity| from {source} labels (Valdrighi et al., Sec. 3)."
+    return fn
+
+
+#: Where the per-step disparity an algorithm regularises comes from, by name. Every
+#: entry is called as ``fn(notion, counts, *, window, smoothing, carry, steps)`` with the
+#: chunk's counts ``[T, NUM_FIELDS, G]`` and ``steps``: per-step arrays ``group``,
+#: ``decision``, ``label`` and (when the module predicts labels) ``predicted``; it returns
+#: ``(gaps [T], carry)``.
+#:
+#: * ``"true"``: the environment's true counts (labels of every individual): the oracle.
+#: * ``"accepted"``: labels of accepted individuals only, Delta^{A=1} (Valdrighi et al.,
+#:   Eq. 2): the naive selective-labels baseline (identically 0 for equal opportunity,
+#:   Prop. 3.1).
+#: * ``"imputed"``: Y-tilde = A Y + (1 - A) Y-hat with the module's label predictor
+#:   (Sec. 3, Theorem 3.1); needs a module that outputs label predictions.
+#:
+#: The selective sources ignore ``smoothing`` and support the notions of
+#: :data:`rllib_fair.fairness.selective.SELECTIVE_NOTIONS`.
+DISPARITY_SOURCES: dict = {
+    "true": _true_source,
+    "accepted": _selective_source("accepted"),
+    "imputed": _selective_source("imputed"),
+}
+#: Sources computed from per-decision labels (two groups, one individual per step).
+SELECTIVE_SOURCES = ("accepted", "imputed")
 
 
 def get_disparity_source(name: str):

@@ -44,6 +44,24 @@ def episode_counts(episode) -> np.ndarray:
     return np.stack(rows).astype(np.float64, copy=False)
 
 
+def episode_steps(episode) -> dict[str, np.ndarray | None]:
+    """Per-transition ``group``, ``decision``, ``label`` and ``predicted`` of a chunk.
+
+    ``predicted`` is the module's label prediction for the individual shown in obs_t
+    (extra model output :data:`rllib_fair.rllib.keys.LABEL_PREDICTION`) or None.
+    """
+    infos = episode.get_infos()[1:]
+    out: dict[str, np.ndarray | None] = {
+        name: np.array([info.get(name, -1) for info in infos], dtype=np.int64)
+        for name in ("group", "decision", "label")
+    }
+    out["predicted"] = None
+    if keys.LABEL_PREDICTION in episode.extra_model_outputs:
+        pred = episode.get_extra_model_outputs(keys.LABEL_PREDICTION)
+        out["predicted"] = np.asarray(pred, dtype=np.float64).reshape(-1)[: len(infos)]
+    return out
+
+
 def hide_unobserved_labels(episode) -> int:
     """Removes every label the decision-maker did not observe from an episode chunk's infos.
 
@@ -189,19 +207,19 @@ class FairnessMetricsCallback(RLlibCallback):
         """
         source = get_disparity_source(getattr(config, "fairness_disparity_source", "true"))
         key = (episode.id_, "__step_disparity__")
-        carry = self._carries.pop(key, None)
-        start = carry.last if carry is not None else 0.0
+        carry, start = self._carries.pop(key, (None, 0.0))
         gaps, carry = source(
             config.resolved_fairness_notion(),
             counts,
             window=getattr(config, "fairness_disparity_window", None),
             smoothing=getattr(config, "fairness_smoothing", 0.0),
             carry=carry,
+            steps=episode_steps(episode),
         )
         episode.custom_data[keys.EPISODE_DISPARITY] = gaps.astype(np.float32)
         episode.custom_data[keys.EPISODE_DISPARITY_START] = float(start)
         if not done:
-            self._carries[key] = carry
+            self._carries[key] = (carry, float(gaps[-1]) if len(gaps) else start)
 
     # ------------------------------------------------------------------ algorithm
     def on_train_result(self, *, algorithm=None, metrics_logger=None, result=None, **kwargs):

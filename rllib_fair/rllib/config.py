@@ -64,6 +64,10 @@ class FairnessConfigMixin:
     #: the learner only sees the labels the decision-maker observes (selective labels).
     oracle_by_default: ClassVar[bool] = False
 
+    #: True for algorithms whose module outputs label predictions (SELLF's phi), which
+    #: the ``"imputed"`` disparity source needs.
+    provides_label_predictions: ClassVar[bool] = False
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fairness_label_access: str | None = None
@@ -209,6 +213,7 @@ class FairnessConfigMixin:
             )
 
         get_disparity_source(self.fairness_disparity_source)
+        self._validate_selective_source(meta)
         if self.needs_step_disparity and not self.fairness_columns:
             raise ValueError(
                 f"fairness_columns: False is invalid for {type(self).__name__}, which "
@@ -220,6 +225,31 @@ class FairnessConfigMixin:
         for key in ("fairness_metrics", "fairness_columns"):
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"{key}: {getattr(self, key)!r} is invalid; valid: true, false")
+
+    def _validate_selective_source(self, meta) -> None:
+        from rllib_fair.fairness.selective import SELECTIVE_NOTIONS
+        from rllib_fair.fairness.sequence import SELECTIVE_SOURCES
+
+        source = self.fairness_disparity_source
+        if source not in SELECTIVE_SOURCES:
+            return
+        notion = self.resolved_fairness_notion()
+        if notion not in SELECTIVE_NOTIONS:
+            raise ValueError(
+                f"fairness_notion: {notion!r} is not defined on selective labels (source "
+                f"{source!r}); valid choices: {', '.join(SELECTIVE_NOTIONS)}"
+            )
+        if meta is not None and len(meta["group_names"]) != 2:
+            raise ValueError(
+                f"fairness_disparity_source: {source!r} needs an environment with two groups "
+                f"and one decision per step; {self.env!r} has {len(meta['group_names'])} groups"
+            )
+        if source == "imputed" and not self.provides_label_predictions:
+            raise ValueError(
+                f"fairness_disparity_source: 'imputed' needs a label predictor, which "
+                f"{type(self).__name__} does not have; valid choices: true, accepted "
+                "(or use SELLF)"
+            )
 
     # ------------------------------------------------------------------ connectors
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):

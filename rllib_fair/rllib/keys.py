@@ -76,6 +76,10 @@ COL_VALID = "fair_valid"  # bool [B]; False on the artificial bootstrap step
 COL_DISPARITY = "fair_disparity"  # float32 [B]
 COL_DISPARITY_PREV = "fair_disparity_prev"  # float32 [B]
 
+# Extra model output of modules that predict labels (SELLF's phi): P(Y = 1 | x, z) of the
+# individual shown in obs_t, stored by RLlib per step in the episode's extra_model_outputs.
+LABEL_PREDICTION = "fair_label_prob"
+
 # Keys in ``SingleAgentEpisode.custom_data`` written by the metrics callback on the env
 # runner and read by the connector on the learner (one value per transition of a chunk).
 EPISODE_DISPARITY = "rllib_fair/disparity"

@@ -277,3 +277,79 @@ def test_trains_with_a_remote_env_runner(ray_session, name):
         assert np.isfinite(result["learners"]["default_policy"]["policy_loss"])
     finally:
         algo.stop()
+
+
+# ----------------------------------------------------------- selective-label sources
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("notion", ["equal_opportunity", "accuracy_parity"])
+def test_pocar_with_accepted_only_disparity(ray_session, notion):
+    """POCAR's naive selective-labels baseline regularises Delta^{A=1} (Eq. 2)."""
+    from rllib_fair.fairness.selective import selective_disparity_series
+
+    cfg = small("POCAR", env_id="fair/LendingFICO-v0").fairness(
+        notion=notion, disparity_source="accepted", disparity_window=50
+    )
+    assert cfg.resolved_label_access() == "observed"
+    algo = cfg.build_algo()
+    try:
+        episodes = algo.env_runner.sample(num_timesteps=300, random_actions=True)
+        for ep in episodes:
+            infos = ep.get_infos()[1:]
+            got = ep.custom_data[keys.EPISODE_DISPARITY]
+            # labels of rejected applicants are gone from the infos now; the accepted
+            # source never needed them
+            assert all(i["label"] == -1 for i in infos if i["decision"] == 0)
+            want = selective_disparity_series(
+                notion,
+                [i["group"] for i in infos],
+                [i["decision"] for i in infos],
+                [max(i["label"], 0) for i in infos],
+                window=50,
+                source="accepted",
+                signed=False,
+            )
+            np.testing.assert_allclose(got, want, atol=1e-6)
+            if notion == "equal_opportunity":
+                assert not np.any(got)  # Prop. 3.1: always 0
+            else:
+                assert np.any(got)
+        algo.train()
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize(
+    ("name", "env_id", "fair", "message"),
+    [
+        (
+            "POCAR",
+            "fair/Lending-v0",
+            {"disparity_source": "imputed"},
+            "'imputed' needs a label predictor",
+        ),
+        (
+            "POCAR",
+            "fair/Attention-v0",
+            {"disparity_source": "accepted"},
+            "is not defined on selective labels",
+        ),
+        (
+            "RPPO",
+            "fair/Lending-v0",
+            {"disparity_source": "accepted", "notion": "demographic_parity"},
+            "valid choices: accuracy_parity, equal_opportunity, qualification_parity",
+        ),
+        (
+            "POCAR",
+            "fair/Lending-v0",
+            {"disparity_source": "guess"},
+            "unknown source 'guess'; valid choices: accepted, imputed, true",
+        ),
+    ],
+)
+def test_disparity_source_validation(name, env_id, fair, message):
+    cfg = get_config_class(name)().environment(env_id).fairness(**fair)
+    with pytest.raises(ValueError, match=message):
+        cfg.validate()

@@ -74,6 +74,16 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                 "rate gap (Xu et al. 2024, ICML; Eq. 5-7, 30)"
             ),
         ),
+        AlgorithmSpec(
+            name="SELLF",
+            module="rllib_fair.algorithms.sellf.sellf",
+            algo_class="SELLF",
+            config_class="SELLFConfig",
+            paper=(
+                "SELLF: PPO with an IPW-trained label predictor, imputed disparity and a "
+                "Renyi loss for selective labels (Valdrighi et al., ICML 2026; Eq. 3, 6, 7)"
+            ),
+        ),
     ]
 }
 

@@ -1,0 +1,1 @@
+"""SELLF: long-term fairness with selective labels (Valdrighi et al.)."""

@@ -1,0 +1,160 @@
+"""SELLF (Valdrighi et al., "Long-term fairness with selective labels", ICML 2026).
+
+PPO for a decision-maker who only observes the label of accepted individuals. Pieces
+(Alg. 1, Sec. 4) and where they live:
+
+* label predictor phi(x, z) (logistic by default, ``predictor_hiddens`` for an MLP) in
+  the RLModule, present on the env runners so every step carries its prediction
+  (:class:`~.torch.sellf_torch_rl_module.SELLFTorchRLModule`);
+* imputed per-step disparity Delta-tilde over the last ``fairness_disparity_window``
+  decisions from Y-tilde = A Y + (1 - A) phi(x) (``fairness_disparity_source:
+  imputed``; computed on the env runner from observed labels only, see
+  :mod:`rllib_fair.fairness.sequence`), with Delta-tilde_{t+1} for qualification parity;
+* advantage regularisation A - beta_1 max(|Delta-tilde| - omega / 2, 0) (Sec. 4;
+  ``advantage_normalization: minmax`` is the reference's min-max form);
+* Renyi loss beta_2 L^Renyi (Eq. 6) with c^i = r^i (r^i / phi-tilde^i for equality of
+  opportunity), added to PPO's loss;
+* IPW weights w(x, i) (Eq. 3) from the acceptance probability under the current policy
+  and ``policy_samples`` policies drawn from a store of past policy snapshots;
+* the predictor trained every iteration on the memory of accepted samples with the
+  self-normalised IPW cross-entropy of Eq. 7 (``predictor_steps`` Adam steps, learning
+  rate ``predictor_lr`` decayed by ``predictor_lr_decay`` per iteration, App. E).
+
+Predictor, memory and policy store are part of the learner / module state, so they
+survive checkpoints. Labels of rejected individuals never reach the learner
+(``fairness_label_access: observed``, the default here).
+"""
+
+from __future__ import annotations
+
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.algorithms.ppo import PPO
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
+from rllib_fair.algorithms.rppo.rppo import _non_negative
+
+NORMALIZATIONS = ("paper", "minmax")
+
+
+class SELLFConfig(FairPPOConfig):
+    """Config of SELLF: :class:`FairPPOConfig` plus the selective-labels machinery.
+
+    Attributes:
+        beta_1: weight of the disparity penalty on the advantage (paper grid 1, 2, 5, 10).
+        beta_2: weight of the Renyi loss (paper grid 0.01, 0.05, 0.1).
+        omega: disparity tolerance (paper 0.05; the penalty starts at omega / 2).
+        advantage_normalization: ``"paper"`` (A - beta_1 max(|Delta| - omega/2, 0) on
+            RLlib's standardised advantages) or ``"minmax"`` (reference: min-max
+            normalise A and the penalty term per minibatch, combine, standardise).
+        predictor_hiddens: hidden sizes of phi; ``[]`` is the paper's logistic model.
+        predictor_lr: Adam learning rate of phi (App. E: 1e-2).
+        predictor_lr_decay: per-iteration exponential decay of it (App. E: 0.95).
+        predictor_steps: gradient steps of phi per iteration (App. E: 25).
+        predictor_batch_size: memory samples per predictor step (None: all).
+        memory_size: most recent accepted samples kept (the reference keeps all).
+        policy_store_size: most recent policy snapshots kept.
+        policy_samples: stored policies drawn for the acceptance probability (App. E: 10).
+    """
+
+    needs_step_disparity = True
+    provides_label_predictions = True
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or SELLF)
+        self.beta_1: float = 5.0
+        self.beta_2: float = 0.1
+        self.omega: float = 0.05
+        self.advantage_normalization: str = "paper"
+        self.predictor_hiddens: list[int] = []
+        self.predictor_lr: float = 1e-2
+        self.predictor_lr_decay: float = 0.95
+        self.predictor_steps: int = 25
+        self.predictor_batch_size: int | None = None
+        self.memory_size: int = 200_000
+        self.policy_store_size: int = 500
+        self.policy_samples: int = 10
+        # SELLF's defaults for the shared settings: imputed disparity over the last
+        # 4,000 decisions (the reference: the last n_applicants decisions).
+        self.fairness_disparity_source = "imputed"
+        self.fairness_disparity_window = 4000
+
+    def training(self, **kw):
+        """PPO's ``training()`` plus SELLF's settings (see the class attributes)."""
+        own = {
+            "beta_1",
+            "beta_2",
+            "omega",
+            "advantage_normalization",
+            "predictor_hiddens",
+            "predictor_lr",
+            "predictor_lr_decay",
+            "predictor_steps",
+            "predictor_batch_size",
+            "memory_size",
+            "policy_store_size",
+            "policy_samples",
+        }
+        for key in list(kw):
+            if key in own:
+                value = kw.pop(key)
+                if value is not NotProvided:
+                    setattr(self, key, value)
+        super().training(**kw)
+        return self
+
+    @property
+    def _model_config_auto_includes(self):
+        return super()._model_config_auto_includes | {
+            "predictor_hiddens": list(self.predictor_hiddens)
+        }
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """PPO's module spec with the SELLF module class."""
+        from rllib_fair.algorithms.sellf.torch.sellf_torch_rl_module import SELLFTorchRLModule
+
+        spec = super().get_default_rl_module_spec()
+        spec.module_class = SELLFTorchRLModule
+        return spec
+
+    def get_default_learner_class(self):
+        """Returns :class:`SELLFTorchLearner`."""
+        from rllib_fair.algorithms.sellf.torch.sellf_torch_learner import SELLFTorchLearner
+
+        return SELLFTorchLearner
+
+    def validate(self) -> None:
+        """PPO's and the fairness checks, then SELLF's."""
+        super().validate()
+        for key in ("beta_1", "beta_2", "omega", "predictor_lr"):
+            _non_negative(key, getattr(self, key))
+        if self.advantage_normalization not in NORMALIZATIONS:
+            raise ValueError(
+                f"advantage_normalization: {self.advantage_normalization!r} is invalid; "
+                f"valid choices: {', '.join(NORMALIZATIONS)}"
+            )
+        if not 0 < self.predictor_lr_decay <= 1:
+            raise ValueError(
+                f"predictor_lr_decay: {self.predictor_lr_decay!r} is invalid; valid: 0 < x <= 1"
+            )
+        for key in ("predictor_steps", "memory_size", "policy_store_size", "policy_samples"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{key}: {value!r} is invalid; valid: an integer >= 1")
+        hid = self.predictor_hiddens
+        if not isinstance(hid, (list, tuple)) or not all(
+            isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hid
+        ):
+            raise ValueError(
+                f"predictor_hiddens: {hid!r} is invalid; valid: a list of positive ints "
+                "([] for the logistic model)"
+            )
+
+
+class SELLF(PPO):
+    """RLlib PPO with SELLF's predictor, imputed disparity and Renyi loss."""
+
+    @classmethod
+    def get_default_config(cls) -> SELLFConfig:
+        """Returns a fresh :class:`SELLFConfig`."""
+        return SELLFConfig()

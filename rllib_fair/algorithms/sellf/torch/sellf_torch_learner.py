@@ -1,0 +1,301 @@
+"""SELLF learner: regularised advantages, Renyi loss, IPW-trained predictor, policy store."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.models.base import ENCODER_OUT
+from ray.rllib.evaluation.postprocessing import Postprocessing
+
+from rllib_fair.rllib import keys
+
+PI_ALL = "sellf_pi_all"  # acceptance probability under all (sampled) policies, [B]
+RENYI_SCALE = "sellf_renyi_scale"  # c^i a^i / (r^i)^2 of the row's group, [B]
+PENALTY_DISPARITY = "sellf_disparity"  # |Delta-tilde| the advantage penalty uses, [B]
+ACCEPT = 1  # action index of "accept" in the selective-label environments
+
+
+def accept_probability(module, snapshot, obs: torch.Tensor) -> torch.Tensor:
+    """P(accept | x) under the module's current policy or a stored actor snapshot."""
+    batch = {Columns.OBS: obs}
+    if snapshot is None:
+        logits = module.pi(module.encoder(batch)[ENCODER_OUT]["actor"])
+    else:
+        encoder, pi = snapshot
+        logits = pi(encoder(batch)[ENCODER_OUT])
+    return torch.softmax(logits, dim=-1)[..., ACCEPT]
+
+
+def acceptance_under_all(probs: list[torch.Tensor]) -> torch.Tensor:
+    """1 - prod_k (1 - pi_k(accept | x)): accepted by at least one policy (Eq. 3)."""
+    none = torch.ones_like(probs[0])
+    for p in probs:
+        none = none * (1.0 - p)
+    return (1.0 - none).clamp_min(1e-6)
+
+
+def ipw_weights(pi_now: torch.Tensor, pi_all: torch.Tensor) -> torch.Tensor:
+    """w(x, i) up to the per-group constant a^i / r^i (Eq. 3): (1 - pi_K) / pi_all."""
+    return (1.0 - pi_now) / pi_all
+
+
+def self_normalized_bce(logits, labels, weights, groups) -> torch.Tensor:
+    """Eq. 7: sum_i E_{D_A^i}[w l(y, phi)] / w(i), self-normalised per group."""
+    losses = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction="none")
+    total = logits.new_zeros(())
+    for g in torch.unique(groups):
+        m = groups == g
+        w = weights[m]
+        total = total + (w * losses[m]).sum() / w.sum().clamp_min(1e-12)
+    return total
+
+
+class SELLFBatchStats(ConnectorV2):
+    """Adds SELLF's per-row columns to the train batch and feeds the sample memory.
+
+    After GAE, on the whole train batch: the acceptance probability under the current
+    policy and the sampled stored policies (``sellf_pi_all``), the per-group Renyi
+    scale ``c^i a^i / (r^i)^2`` (``sellf_renyi_scale``), the disparity the advantage
+    penalty uses (``sellf_disparity``: Delta-tilde after the decision, or one step later
+    for qualification parity), and appends the accepted rows (observed labels only) to
+    the learner's memory.
+    """
+
+    def __init__(self, input_observation_space=None, input_action_space=None, *, learner, **kw):
+        super().__init__(input_observation_space, input_action_space, **kw)
+        self.learner = learner
+
+    def __call__(self, *, rl_module: Any, batch: dict, episodes: list, **kwargs):
+        """Computes the columns for every module batch (no gradients)."""
+        lrn = self.learner
+        cfg = lrn.config
+        notion = cfg.resolved_fairness_notion()
+        for module_id, mb in batch.items():
+            module = rl_module[module_id]
+            obs = mb[Columns.OBS].float()
+            valid = mb[keys.COL_VALID].bool()
+            group = mb[keys.COL_GROUP]
+            decision = mb[keys.COL_DECISION]
+            label = mb[keys.COL_LABEL]
+            with torch.no_grad():
+                pi_now = accept_probability(module, None, obs)
+                probs = [pi_now] + [
+                    accept_probability(module, s, obs) for s in lrn.sample_policies()
+                ]
+                pi_all = acceptance_under_all(probs)
+                phi = torch.sigmoid(module.predict_logits(obs))
+            scale = torch.zeros_like(pi_now)
+            for g in (0, 1):
+                m = valid & (group == g)
+                if not m.any():
+                    continue
+                a_g = pi_all[m].mean()  # a[1:K]^i: accepted by some policy so far
+                r_g = (1.0 - pi_now[m]).mean().clamp_min(1e-6)  # r^i: rejection rate
+                c_g = r_g  # Eq. 6: c^i = r^i ...
+                if notion == "equal_opportunity":
+                    acc = decision[m] == 1
+                    y_tilde = torch.where(acc, label[m].clamp_min(0).float(), phi[m])
+                    c_g = r_g / y_tilde.mean().clamp_min(1e-6)  # ... r^i / phi-tilde^i for EO
+                scale[m] = c_g * a_g / r_g**2  # E_{D_A}[w^2] = (a/r^2) E_pop[(1-pi)^2/pi_all]
+            disparity = mb[keys.COL_DISPARITY].abs()
+            if notion == "qualification_parity":
+                # Sec. 4: |Delta-tilde_{t+1}|; the last row of a chunk keeps its own.
+                nxt = torch.roll(disparity, -1)
+                same = torch.roll(valid, -1) & valid
+                disparity = torch.where(same, nxt, disparity)
+            mb[PI_ALL] = pi_all
+            mb[RENYI_SCALE] = scale
+            mb[PENALTY_DISPARITY] = disparity
+            accepted = (valid & (decision == 1) & (label >= 0)).cpu().numpy()
+            lrn.remember(
+                obs.cpu().numpy()[accepted],
+                group.cpu().numpy()[accepted],
+                label.cpu().numpy()[accepted],
+            )
+        return batch
+
+
+def _minmax(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    v = x[mask]
+    return (x - v.min()) / (v.max() - v.min() + 1e-8)
+
+
+class SELLFTorchLearner(PPOTorchLearner):
+    """PPO torch learner with SELLF's losses and predictor training (Alg. 1)."""
+
+    def build(self) -> None:
+        """Builds PPO's learner, SELLF's memory and policy store, and the batch-stats piece."""
+        super().build()
+        seed = self.config.seed if self.config.seed is not None else 0
+        self._rng = np.random.default_rng(seed)
+        self._memory: dict[str, np.ndarray] = {}
+        self._store: list = []
+        self._iteration = 0
+        if self._learner_connector is not None:
+            self._learner_connector.append(SELLFBatchStats(learner=self))
+
+    # ------------------------------------------------------------------ optimizers
+    def configure_optimizers_for_module(self, module_id, config=None) -> None:
+        """Policy/value optimizer without phi, and phi's own Adam (lr ``predictor_lr``)."""
+        module = self._module[module_id]
+        pred = list(module.predictor.parameters())
+        pred_ids = {id(p) for p in pred}
+        rest = [p for p in self.get_parameters(module) if id(p) not in pred_ids]
+        self.register_optimizer(
+            module_id=module_id,
+            optimizer=torch.optim.Adam(rest),
+            params=rest,
+            lr_or_lr_schedule=config.lr,
+        )
+        self.register_optimizer(
+            module_id=module_id,
+            optimizer_name="predictor",
+            optimizer=torch.optim.Adam(pred, lr=config.predictor_lr),
+            params=pred,
+        )
+
+    # ------------------------------------------------------------------ memory/store
+    def remember(self, obs: np.ndarray, group: np.ndarray, label: np.ndarray) -> None:
+        """Appends accepted samples (features, group, observed label) to the memory M."""
+        if len(obs) == 0:
+            return
+        new = {
+            "obs": obs.astype(np.float32),
+            "group": group.astype(np.int64),
+            "label": label.astype(np.float32),
+        }
+        for k, v in new.items():
+            old = self._memory.get(k)
+            self._memory[k] = v if old is None else np.concatenate([old, v])
+        cap = self.config.memory_size
+        if len(self._memory["obs"]) > cap:
+            self._memory = {k: v[-cap:] for k, v in self._memory.items()}
+
+    def sample_policies(self) -> list:
+        """Up to ``policy_samples`` stored policy snapshots, drawn without replacement."""
+        n = min(self.config.policy_samples, len(self._store))
+        if n == 0:
+            return []
+        idx = self._rng.choice(len(self._store), size=n, replace=False)
+        return [self._store[i] for i in idx]
+
+    def _snapshot(self, module) -> tuple:
+        encoder = copy.deepcopy(module.encoder.actor_encoder).requires_grad_(False)
+        return encoder, copy.deepcopy(module.pi).requires_grad_(False)
+
+    # ------------------------------------------------------------------ losses
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        """PPO's loss on the regularised advantages plus beta_2 L^Renyi (Eq. 6)."""
+        mask = batch[Columns.LOSS_MASK].bool()
+        adv = batch[Postprocessing.ADVANTAGES]
+        penalty = torch.clamp(batch[PENALTY_DISPARITY] - config.omega / 2.0, min=0.0)
+        if config.advantage_normalization == "minmax":  # the reference code
+            combined = _minmax(adv, mask) + config.beta_1 * _minmax(-penalty, mask)
+            v = combined[mask]
+            new_adv = (combined - v.mean()) / (v.std() + 1e-8)
+        else:  # Sec. 4: A - beta_1 max(|Delta-tilde| - omega/2, 0)
+            new_adv = adv - config.beta_1 * penalty
+        batch = dict(batch)
+        batch[Postprocessing.ADVANTAGES] = new_adv
+        total = super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
+        logits = fwd_out[Columns.ACTION_DIST_INPUTS]
+        pi = torch.softmax(logits, dim=-1)[..., ACCEPT]
+        per_row = batch[RENYI_SCALE] * (1.0 - pi) ** 2 / batch[PI_ALL]
+        group = batch[keys.COL_GROUP]
+        renyi = logits.new_zeros(())
+        for g in (0, 1):  # Eq. 6: c^1 E[w^2 | Z=1] + c^0 E[w^2 | Z=0]
+            m = mask & (group == g)
+            if m.any():
+                renyi = renyi + per_row[m].mean()
+        self.metrics.log_value((module_id, "renyi_loss"), renyi.detach(), window=1)
+        self.metrics.log_value(
+            (module_id, "disparity_penalty_mean"), penalty[mask].mean().detach(), window=1
+        )
+        return total + config.beta_2 * renyi
+
+    # ------------------------------------------------------------------ after update
+    def after_gradient_based_update(self, *, timesteps) -> None:
+        """Trains phi on the memory (Eq. 7), then stores a snapshot of the policy."""
+        super().after_gradient_based_update(timesteps=timesteps)
+        for module_id in self.module.keys():
+            module = self.module[module_id].unwrapped()
+            self._train_predictor(module_id, module)
+            self._store.append(self._snapshot(module))
+            if len(self._store) > self.config.policy_store_size:
+                self._store.pop(0)
+        self._iteration += 1
+
+    def _train_predictor(self, module_id, module) -> None:
+        cfg = self.config
+        if not self._memory:
+            return
+        opt = self.get_optimizer(module_id, "predictor")
+        for group in opt.param_groups:  # App. E: exponential decay per iteration
+            group["lr"] = cfg.predictor_lr * cfg.predictor_lr_decay**self._iteration
+        obs = torch.from_numpy(self._memory["obs"])
+        groups = torch.from_numpy(self._memory["group"])
+        labels = torch.from_numpy(self._memory["label"])
+        with torch.no_grad():
+            pi_now = accept_probability(module, None, obs)
+            probs = [pi_now] + [accept_probability(module, s, obs) for s in self.sample_policies()]
+            weights = ipw_weights(pi_now, acceptance_under_all(probs))
+        n = len(obs)
+        loss = None
+        for _ in range(cfg.predictor_steps):
+            if cfg.predictor_batch_size and cfg.predictor_batch_size < n:
+                idx = torch.from_numpy(self._rng.choice(n, cfg.predictor_batch_size, replace=False))
+            else:
+                idx = slice(None)
+            opt.zero_grad(set_to_none=True)
+            loss = self_normalized_bce(
+                module.predict_logits(obs[idx]), labels[idx], weights[idx], groups[idx]
+            )
+            loss.backward()
+            opt.step()
+        if loss is not None:
+            self.metrics.log_value((module_id, "predictor_loss"), loss.detach(), window=1)
+        self.metrics.log_value((module_id, "memory_size"), float(n), window=1)
+        self.metrics.log_value((module_id, "max_ipw_weight"), weights.max(), window=1)
+
+    # ------------------------------------------------------------------ state
+    def get_state(self, components=None, *, not_components=None, **kwargs):
+        """Learner state plus SELLF's memory, policy store and iteration counter."""
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        state["sellf"] = {
+            "memory": dict(self._memory),
+            "store": [
+                (
+                    {k: v.cpu().numpy() for k, v in enc.state_dict().items()},
+                    {k: v.cpu().numpy() for k, v in pi.state_dict().items()},
+                )
+                for enc, pi in self._store
+            ],
+            "iteration": self._iteration,
+            "rng": self._rng.bit_generator.state,
+        }
+        return state
+
+    def set_state(self, state) -> None:
+        """Restores the learner and SELLF's memory, policy store and counters."""
+        super().set_state(state)
+        sellf = state.get("sellf")
+        if not sellf:
+            return
+        self._memory = dict(sellf["memory"])
+        self._iteration = int(sellf["iteration"])
+        self._rng.bit_generator.state = sellf["rng"]
+        module = self.module[next(iter(self.module.keys()))].unwrapped()
+        self._store = []
+        for enc_state, pi_state in sellf["store"]:
+            enc, pi = self._snapshot(module)
+            enc.load_state_dict({k: torch.as_tensor(v) for k, v in enc_state.items()})
+            pi.load_state_dict({k: torch.as_tensor(v) for k, v in pi_state.items()})
+            self._store.append((enc, pi))

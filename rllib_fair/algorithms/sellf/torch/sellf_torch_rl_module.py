@@ -1,0 +1,42 @@
+"""SELLF's RLModule: PPO's module plus the label predictor phi(x, z)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+from ray.rllib.core.columns import Columns
+from torch import nn
+
+from rllib_fair.rllib import keys
+
+
+class SELLFTorchRLModule(DefaultPPOTorchRLModule):
+    """DefaultPPOTorchRLModule with ``predictor``: obs -> logit of P(Y = 1 | x, z).
+
+    The predictor is part of the inference module (env runners need it to impute the
+    labels of rejected individuals): every forward pass adds
+    :data:`rllib_fair.rllib.keys.LABEL_PREDICTION`, which RLlib stores per step in the
+    episode. With ``predictor_hiddens: []`` it is the paper's logistic model (App. E).
+    """
+
+    def setup(self):
+        """Builds PPO's networks and the predictor."""
+        super().setup()
+        width = int(np.prod(self.observation_space.shape))
+        layers: list[nn.Module] = []
+        for h in self.model_config.get("predictor_hiddens", []):
+            layers += [nn.Linear(width, h), nn.Tanh()]
+            width = h
+        layers.append(nn.Linear(width, 1))
+        self.predictor = nn.Sequential(*layers)
+
+    def predict_logits(self, obs: torch.Tensor) -> torch.Tensor:
+        """Logits of P(Y = 1 | x, z), shape ``[B]``."""
+        return self.predictor(obs.reshape(obs.shape[0], -1).float()).squeeze(-1)
+
+    def _forward(self, batch, **kwargs):
+        out = super()._forward(batch, **kwargs)
+        with torch.no_grad():
+            out[keys.LABEL_PREDICTION] = torch.sigmoid(self.predict_logits(batch[Columns.OBS]))
+        return out

@@ -25,6 +25,7 @@ from ray.rllib.callbacks.callbacks import RLlibCallback
 from rllib_fair.fairness.counts import NUM_FIELDS, QUALIFIED, QUALIFIED_MASS
 from rllib_fair.fairness.ledger import benefit_rates, bias, ratio
 from rllib_fair.fairness.notions import get_notion
+from rllib_fair.fairness.selective import running_selective_disparity
 from rllib_fair.fairness.sequence import get_disparity_source, running_disparity
 from rllib_fair.rllib import keys
 
@@ -131,6 +132,8 @@ class FairnessMetricsCallback(RLlibCallback):
             hasattr(config, "resolved_label_access") and config.resolved_label_access() != "oracle"
         )
         totals: dict = {}
+        selective = bool(notions) and _selective_notion(config) is not None
+        selective_totals: dict = {}
         for episode in samples:
             counts = episode_counts(episode)
             if counts.shape[0] == 0:
@@ -145,6 +148,8 @@ class FairnessMetricsCallback(RLlibCallback):
             done = episode.is_done
             if attach:
                 self._attach_step_disparity(config, episode, counts, done)
+            if selective:
+                self._selective_metrics(config, episode, done, selective_totals)
             if hide:
                 hide_unobserved_labels(episode)
             for name in notions:
@@ -191,6 +196,13 @@ class FairnessMetricsCallback(RLlibCallback):
                             float(acc[which][k, g]),
                             reduce="sum",
                         )
+            if name == _selective_notion(config) and selective_totals:
+                for raw_key, value in selective_totals.items():
+                    metrics_logger.log_value(
+                        (keys.RAW, name, keys.SELECTIVE, *raw_key.split("/")),
+                        float(value),
+                        reduce="sum",
+                    )
             for raw_key, value in (
                 (keys.RAW_STEP_DISPARITY_SUM, acc["gap_sum"]),
                 (keys.NUM_STEPS, acc["steps"]),
@@ -198,6 +210,51 @@ class FairnessMetricsCallback(RLlibCallback):
                 (keys.NUM_EPISODES, acc["episodes"]),
             ):
                 metrics_logger.log_value((keys.RAW, name, raw_key), float(value), reduce="sum")
+
+    def _selective_metrics(self, config, episode, done, totals: dict) -> None:
+        """Sums for the selective-labels metrics: three disparities, r^i and eps^i.
+
+        Over the configured window: the per-step |disparity| from true labels, from
+        accepted individuals only (Delta^{A=1}, Eq. 2) and, when the module predicts
+        labels, from imputed labels (Delta-tilde); per group the decisions, rejections
+        and the predictor's error on the rejected (Theorem 3.1's r^i and eps^i; true
+        labels are used here for logging only, on the env runner).
+        """
+        steps = episode_steps(episode)
+        decided = steps["group"] >= 0
+        if not decided.all():
+            return
+        notion = _selective_notion(config)
+        window = getattr(config, "fairness_disparity_window", None)
+        sources = ["true", "accepted"] + (["imputed"] if steps["predicted"] is not None else [])
+        for source in sources:
+            key = (episode.id_, "__selective__", source)
+            series, carry = running_selective_disparity(
+                notion,
+                steps["group"],
+                steps["decision"],
+                steps["label"],
+                steps["predicted"],
+                window=window,
+                source=source,
+                signed=False,
+                carry=self._carries.pop(key, None),
+            )
+            totals[f"{source}_disparity_sum"] = totals.get(f"{source}_disparity_sum", 0.0) + float(
+                series.sum()
+            )
+            if not done:
+                self._carries[key] = carry
+        totals["steps"] = totals.get("steps", 0) + len(steps["group"])
+        rejected = steps["decision"] == 0
+        for g in (0, 1):
+            in_g = steps["group"] == g
+            rej = in_g & rejected
+            totals[f"decided/{g}"] = totals.get(f"decided/{g}", 0) + int(in_g.sum())
+            totals[f"rejected/{g}"] = totals.get(f"rejected/{g}", 0) + int(rej.sum())
+            if steps["predicted"] is not None:
+                err = float((steps["predicted"][rej] - steps["label"][rej]).sum())
+                totals[f"error_sum/{g}"] = totals.get(f"error_sum/{g}", 0.0) + err
 
     def _attach_step_disparity(self, config, episode, counts, done) -> None:
         """Stores Delta_t of every transition of the chunk in ``episode.custom_data``.
@@ -253,6 +310,41 @@ def _finalize(scope: dict, group_order: list[str]) -> None:
         out[name] = summarize_raw(name, data, group_order)
 
 
+def _selective_notion(config) -> str | None:
+    """The main notion if the selective-labels metrics apply to it (two-group decisions)."""
+    from rllib_fair.fairness.selective import SELECTIVE_NOTIONS
+    from rllib_fair.rllib.config import _env_meta
+
+    try:
+        notion = config.resolved_fairness_notion()
+    except (AttributeError, ValueError):
+        return None
+    meta = _env_meta(getattr(config, "env", None))
+    if meta is None or meta["n_groups"] != 2 or notion not in SELECTIVE_NOTIONS:
+        return None
+    if not meta["id"].startswith("fair/Lending") and "School" not in meta["id"]:
+        return None
+    return notion
+
+
+def summarize_selective(data: dict, groups: list[str]) -> dict:
+    """The selective-labels block of a notion's result from its summed raw numbers."""
+    steps = float(data.get("steps", 0.0))
+    out: dict = {}
+    for source in ("true", "accepted", "imputed"):
+        total = data.get(f"{source}_disparity_sum")
+        if total is not None and steps > 0:
+            out[f"{source}_disparity_mean"] = float(total) / steps
+    for g, name in enumerate(groups[:2]):
+        decided = float(data.get("decided", {}).get(str(g), 0.0))
+        rejected = float(data.get("rejected", {}).get(str(g), 0.0))
+        out.setdefault("rejection_rate", {})[name] = rejected / decided if decided else 0.0
+        if "error_sum" in data:
+            err = float(data["error_sum"].get(str(g), 0.0))
+            out.setdefault("predictor_error", {})[name] = err / rejected if rejected else 0.0
+    return out
+
+
 def summarize_raw(notion_name: str, data: dict, group_order: list[str] | None = None) -> dict:
     """Builds one notion's result dict from the summed raw numbers.
 
@@ -299,4 +391,6 @@ def summarize_raw(notion_name: str, data: dict, group_order: list[str] | None = 
     }
     if episodes > 0:
         out[keys.EPISODE_BIAS_MEAN] = float(data.get(keys.RAW_EPISODE_BIAS_SUM, 0.0)) / episodes
+    if keys.SELECTIVE in data:
+        out[keys.SELECTIVE] = summarize_selective(data[keys.SELECTIVE], groups)
     return out

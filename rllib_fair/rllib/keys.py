@@ -56,6 +56,15 @@ STEP_DISPARITY_MEAN = "step_disparity_mean"
 EPISODE_BIAS_MEAN = "episode_bias_mean"
 NUM_STEPS = "num_steps"
 NUM_EPISODES = "num_episodes"
+# Selective-labels block (lending and school-admission envs; accuracy parity, equal
+# opportunity, qualification parity): ``fairness/<N>/selective/...`` with
+# ``true_disparity_mean``, ``accepted_disparity_mean``, ``imputed_disparity_mean`` (the
+# last when the module predicts labels): mean over the iteration's steps of the per-step
+# |disparity| over ``fairness_disparity_window`` decisions from true, accepted-only
+# (Delta^{A=1}, Valdrighi et al. Eq. 2) and imputed labels (Delta-tilde); and per group
+# ``rejection_rate/<group>`` (r^i) and ``predictor_error/<group>`` (eps^i, the predictor's
+# mean error on the rejected, computed with true labels on the env runner for logging).
+SELECTIVE = "selective"
 
 # Raw sums logged by the env runners (reduced by summation across runners), turned into
 # the keys above by the callback's ``on_train_result`` and then removed.

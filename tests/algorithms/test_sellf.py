@@ -131,3 +131,11 @@ def test_sellf_validation(kwargs, message):
     with pytest.raises(ValueError) as info:
         cfg.validate()
     assert message in str(info.value)
+
+
+def test_renyi_form_validation():
+    cfg = get_config_class("SELLF")().environment("fair/LendingFICO-v0").training(renyi_form="x")
+    with pytest.raises(
+        ValueError, match="renyi_form: 'x' is invalid; valid choices: paper, reference"
+    ):
+        cfg.validate()

@@ -35,6 +35,7 @@ from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.algorithms.rppo.rppo import _non_negative
 
 NORMALIZATIONS = ("paper", "minmax")
+RENYI_FORMS = ("paper", "reference")
 
 
 class SELLFConfig(FairPPOConfig):
@@ -47,6 +48,13 @@ class SELLFConfig(FairPPOConfig):
         advantage_normalization: ``"paper"`` (A - beta_1 max(|Delta| - omega/2, 0) on
             RLlib's standardised advantages) or ``"minmax"`` (reference: min-max
             normalise A and the penalty term per minibatch, combine, standardise).
+        renyi_form: ``"paper"``: Eq. 6, ``c^1 E_{D_A}[w^2 | Z=1] + c^0 E_{D_A}[w^2 | Z=0]``
+            with w of Eq. 3 (its ``a^i / r^i`` factor included) and ``c^i = r^i``;
+            ``"reference"``: the reference code's ``(c0 E0 + c1 E1) / (c0 + c1)`` of
+            ``(1 - pi)^2 / pi_all`` with ``c^i = a^i / r^i``, whose per-group weights are
+            normalised. Default ``reference``: with the paper's form the detached
+            ``a / r`` factor grows as the rejection rate falls, and on FICO lending any
+            beta_2 that moves the disparity pushes the policy to accept everyone.
         predictor_hiddens: hidden sizes of phi; ``[]`` is the paper's logistic model.
         predictor_lr: Adam learning rate of phi (App. E: 1e-2).
         predictor_lr_decay: per-iteration exponential decay of it (App. E: 0.95).
@@ -66,6 +74,7 @@ class SELLFConfig(FairPPOConfig):
         self.beta_2: float = 0.1
         self.omega: float = 0.05
         self.advantage_normalization: str = "paper"
+        self.renyi_form: str = "reference"
         self.predictor_hiddens: list[int] = []
         self.predictor_lr: float = 1e-2
         self.predictor_lr_decay: float = 0.95
@@ -86,6 +95,7 @@ class SELLFConfig(FairPPOConfig):
             "beta_2",
             "omega",
             "advantage_normalization",
+            "renyi_form",
             "predictor_hiddens",
             "predictor_lr",
             "predictor_lr_decay",
@@ -132,6 +142,11 @@ class SELLFConfig(FairPPOConfig):
             raise ValueError(
                 f"advantage_normalization: {self.advantage_normalization!r} is invalid; "
                 f"valid choices: {', '.join(NORMALIZATIONS)}"
+            )
+        if self.renyi_form not in RENYI_FORMS:
+            raise ValueError(
+                f"renyi_form: {self.renyi_form!r} is invalid; valid choices: "
+                f"{', '.join(RENYI_FORMS)}"
             )
         if not 0 < self.predictor_lr_decay <= 1:
             raise ValueError(

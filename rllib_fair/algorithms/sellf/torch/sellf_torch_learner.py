@@ -91,18 +91,31 @@ class SELLFBatchStats(ConnectorV2):
                 pi_all = acceptance_under_all(probs)
                 phi = torch.sigmoid(module.predict_logits(obs))
             scale = torch.zeros_like(pi_now)
+            per_group = {}
             for g in (0, 1):
                 m = valid & (group == g)
                 if not m.any():
                     continue
                 a_g = pi_all[m].mean()  # a[1:K]^i: accepted by some policy so far
                 r_g = (1.0 - pi_now[m]).mean().clamp_min(1e-6)  # r^i: rejection rate
-                c_g = r_g  # Eq. 6: c^i = r^i ...
+                phi_tilde = 1.0
                 if notion == "equal_opportunity":
                     acc = decision[m] == 1
                     y_tilde = torch.where(acc, label[m].clamp_min(0).float(), phi[m])
-                    c_g = r_g / y_tilde.mean().clamp_min(1e-6)  # ... r^i / phi-tilde^i for EO
-                scale[m] = c_g * a_g / r_g**2  # E_{D_A}[w^2] = (a/r^2) E_pop[(1-pi)^2/pi_all]
+                    phi_tilde = y_tilde.mean().clamp_min(1e-6)
+                per_group[g] = (m, a_g, r_g, phi_tilde)
+            if cfg.renyi_form == "paper":
+                for m, a_g, r_g, phi_tilde in per_group.values():
+                    c_g = r_g / phi_tilde  # Eq. 6: c^i = r^i (r^i / phi-tilde^i for EO)
+                    # E_{D_A}[w^2] = (a / r^2) E_pop[(1 - pi)^2 / pi_all] with w of Eq. 3
+                    scale[m] = c_g * a_g / r_g**2
+            else:  # reference: (c0 E0 + c1 E1) / (c0 + c1) with c = a / r (/ phi-tilde)
+                cs = {
+                    g: a_g / (r_g * phi_tilde) for g, (_, a_g, r_g, phi_tilde) in per_group.items()
+                }
+                norm = sum(cs.values())
+                for g, (m, *_rest) in per_group.items():
+                    scale[m] = cs[g] / norm
             disparity = mb[keys.COL_DISPARITY].abs()
             if notion == "qualification_parity":
                 # Sec. 4: |Delta-tilde_{t+1}|; the last row of a chunk keeps its own.

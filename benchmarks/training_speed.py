@@ -6,7 +6,8 @@ process, interleaved round by round so machine noise hits all of them alike:
 * ``rllib PPO``      ray.rllib's own ``PPOConfig`` (no fairness anything);
 * ``fair PPO, off``  rllib-fair's G-PPO with ``fairness(metrics=False, columns=False)``;
 * ``fair PPO, on``   G-PPO as shipped: metrics callback + fairness columns;
-* ``RPPO``, ``POCAR``, ``ELBERTPO``: the fairness-aware algorithms with their defaults.
+* ``RPPO``, ``POCAR``, ``ELBERTPO``, ``SELLF``: the fairness-aware algorithms with their
+  defaults.
 
 It prints env steps per second of whole training iterations (sampling + learning) and
 the ratio of each variant to ``rllib PPO`` (the fairness overhead). Settings follow the
@@ -40,7 +41,7 @@ except ModuleNotFoundError:  # a checkout without `pip install -e .`
     import rllib_fair  # noqa: F401, E402
 
 
-VARIANTS = ["rllib PPO", "fair PPO, off", "fair PPO, on", "RPPO", "POCAR", "ELBERTPO"]
+VARIANTS = ["rllib PPO", "fair PPO, off", "fair PPO, on", "RPPO", "POCAR", "ELBERTPO", "SELLF"]
 
 
 def make_config(variant: str, env_id: str, batch: int, minibatch: int, epochs: int):

@@ -65,6 +65,37 @@ class FairEnvMixin:
     _u_pos: int
     _u_rng: Any
 
+    def _accept_reject(self, action: Any) -> int:
+        """Validates an accept/reject action of a one-individual-per-step env.
+
+        Returns:
+            0 (reject) or 1 (accept).
+
+        Raises:
+            RuntimeError: if called before ``reset()`` (no individual shown yet).
+            ValueError: for any other action.
+        """
+        if self._group < 0:
+            raise RuntimeError(f"{type(self).__name__}.step() called before reset()")
+        a = int(action)
+        if a != 0 and a != 1:
+            raise ValueError(f"action={action!r}: expected 0 (reject) or 1 (accept)")
+        return a
+
+    @staticmethod
+    def _decision_info(counts: np.ndarray, group: int, label: int, decision: int) -> dict:
+        """The step info of a one-individual-per-step env (``label_observed`` = accepted).
+
+        ``group`` / ``label`` / ``decision`` of -1 give the reset info (nobody decided on).
+        """
+        return {
+            "fairness": counts,
+            "group": group,
+            "label": label,
+            "decision": decision,
+            "label_observed": 1 if decision == 1 else 0,
+        }
+
     @property
     def n_groups(self) -> int:
         """Number of groups (columns of ``info["fairness"]``)."""

@@ -268,23 +268,13 @@ class LendingEnv(FairEnvMixin, gym.Env):
         self._draw_applicant()
         counts = empty_counts(n_groups)
         counts[POPULATION:] = self._pop_rows
-        info = {
-            "fairness": counts,
-            "group": -1,
-            "label": -1,
-            "decision": -1,
-            "label_observed": 0,
-        }
+        info = self._decision_info(counts, -1, -1, -1)
         return self._obs.copy(), info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Decides on the shown applicant, updates cash and distributions, draws the next."""
+        a = self._accept_reject(action)
         g = self._group
-        if g < 0:
-            raise RuntimeError("LendingEnv.step() called before reset()")
-        a = int(action)
-        if a != 0 and a != 1:
-            raise ValueError(f"action={action!r}: expected 0 (reject) or 1 (accept)")
         b = self._bin
         y = self._label
         if a:
@@ -304,13 +294,7 @@ class LendingEnv(FairEnvMixin, gym.Env):
 
         counts = decision_counts(g, y, a, self._n_groups)
         counts[POPULATION:] = self._pop_rows
-        info = {
-            "fairness": counts,
-            "group": g,
-            "label": y,
-            "decision": a,
-            "label_observed": a,
-        }
+        info = self._decision_info(counts, g, y, a)
         terminated = self._cash < self.loan_amount
         truncated = self._t >= self.max_steps
         self._draw_applicant()

@@ -1,4 +1,4 @@
-"""Command line: ``rllib-fair train FILE.yaml``, ``rllib-fair envs``, ``rllib-fair algos``.
+"""Command line: ``rllib-fair train FILE.yaml``, ``evaluate CHECKPOINT``, ``envs``, ``algos``.
 
 Exit codes: 0 success; 1 a run failed or ``--as-test`` criteria were not met;
 2 bad input (one line on stderr naming the key, the bad value and the valid choices,
@@ -29,6 +29,16 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--storage-path", default=None, help="results folder (default ./results)")
     t.add_argument("--seed", type=int, default=None, help="random seed of every trial")
     t.add_argument("--num-cpus", type=int, default=None, help="CPUs for a local Ray instance")
+    e = sub.add_parser(
+        "evaluate", help="deploy a checkpoint for N steps on several seeds (SELLF's protocol)"
+    )
+    e.add_argument("checkpoint", help="algorithm checkpoint folder")
+    e.add_argument("--steps", type=int, default=10_000, help="deployment steps per seed")
+    e.add_argument("--seeds", type=int, default=10, help="number of seeds (0..N-1)")
+    e.add_argument("--window", type=int, default=None, help="disparity window (decisions)")
+    e.add_argument("--notion", default=None, help="fairness notion (default: the config's)")
+    e.add_argument("--explore", action="store_true", help="sample actions instead of argmax")
+    e.add_argument("--json", default=None, help="also write the summary to this file")
     sub.add_parser("envs", help="list the registered environments")
     sub.add_parser("algos", help="list the registered algorithms")
     return p
@@ -125,6 +135,47 @@ def _cmd_train(args) -> int:
     return code
 
 
+def _error(message: str) -> int:
+    print(f"rllib-fair: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _cmd_evaluate(args) -> int:
+    import json
+    from pathlib import Path
+
+    from rllib_fair.fairness.notions import get_notion
+
+    for key, value in (("--steps", args.steps), ("--seeds", args.seeds), ("--window", args.window)):
+        if value is not None and value < 1:
+            return _error(f"{key}: {value} is invalid; valid: an integer >= 1")
+    if args.notion is not None:
+        try:
+            get_notion(args.notion)
+        except ValueError as e:
+            return _error(f"--notion: {e}")
+    if not Path(args.checkpoint).is_dir():
+        return _error(f"CHECKPOINT: {args.checkpoint!r} is not a folder")
+    import torch
+
+    from rllib_fair.cli.deploy import deploy, format_summary
+
+    torch.set_num_threads(1)
+    runs, summary = deploy(
+        args.checkpoint,
+        steps=args.steps,
+        seeds=args.seeds,
+        window=args.window,
+        notion=args.notion,
+        explore=args.explore,
+    )
+    print(format_summary(summary))
+    if args.json:
+        payload = {"summary": summary, "runs": [r.__dict__ for r in runs]}
+        Path(args.json).write_text(json.dumps(payload, indent=2))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rllib-fair`` console script."""
     args = _parser().parse_args(argv)
@@ -133,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_envs()
         if args.command == "algos":
             return _cmd_algos()
+        if args.command == "evaluate":
+            return _cmd_evaluate(args)
         return _cmd_train(args)
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()

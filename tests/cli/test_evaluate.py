@@ -1,0 +1,74 @@
+"""`rllib-fair evaluate CHECKPOINT`: SELLF's deployment protocol for any checkpoint."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from rllib_fair.algorithms import get_config_class
+from rllib_fair.cli import main
+
+
+@pytest.fixture(scope="module")
+def checkpoint(ray_session, tmp_path_factory):
+    cfg = (
+        get_config_class("PPO")()
+        .environment("fair/LendingFICO-v0", env_config={"max_steps": 300})
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size_per_learner=400, minibatch_size=100, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .fairness(disparity_window=100)
+        .debugging(seed=0)
+    )
+    algo = cfg.build_algo()
+    path = tmp_path_factory.mktemp("ckpt") / "algo"
+    try:
+        algo.train()
+        algo.save_to_path(str(path))
+    finally:
+        algo.stop()
+    return path
+
+
+@pytest.mark.ray
+def test_evaluate_reports_mean_and_std_over_seeds(checkpoint, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    assert (
+        main(["evaluate", str(checkpoint), "--steps", "250", "--seeds", "3", "--json", str(out)])
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "deployment over 3 seeds (equal_opportunity, window 100)" in text
+    assert "mean true disparity" in text and "+-" in text
+    data = json.loads(out.read_text())
+    assert [r["seed"] for r in data["runs"]] == [0, 1, 2]
+    for run in data["runs"]:
+        assert run["steps"] == 250  # the deployment horizon replaces the training one
+        assert math.isfinite(run["mean_disparity"]) and math.isfinite(run["final_gap"])
+    # greedy deployment is deterministic under the seeds
+    again = tmp_path / "again.json"
+    assert (
+        main(["evaluate", str(checkpoint), "--steps", "250", "--seeds", "3", "--json", str(again)])
+        == 0
+    )
+    assert json.loads(again.read_text())["runs"] == data["runs"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--steps", "0"], "--steps: 0 is invalid; valid: an integer >= 1"),
+        (["--notion", "fairness"], "--notion: unknown fairness notion 'fairness'"),
+    ],
+)
+def test_evaluate_bad_input(tmp_path, capsys, argv, message):
+    assert main(["evaluate", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_evaluate_missing_checkpoint(tmp_path, capsys):
+    assert main(["evaluate", str(tmp_path / "nope")]) == 2
+    assert "CHECKPOINT" in capsys.readouterr().err

@@ -146,10 +146,12 @@ class FairnessMetricsCallback(RLlibCallback):
                     self._warned = True
                 continue
             done = episode.is_done
+            # One pass over the infos for both users of the per-decision arrays.
+            steps = episode_steps(episode) if (attach or selective) else None
             if attach:
-                self._attach_step_disparity(config, episode, counts, done)
+                self._attach_step_disparity(config, episode, counts, done, steps)
             if selective:
-                self._selective_metrics(config, episode, done, selective_totals)
+                self._selective_metrics(config, episode, done, selective_totals, steps)
             if hide:
                 hide_unobserved_labels(episode)
             for name in notions:
@@ -211,7 +213,7 @@ class FairnessMetricsCallback(RLlibCallback):
             ):
                 metrics_logger.log_value((keys.RAW, name, raw_key), float(value), reduce="sum")
 
-    def _selective_metrics(self, config, episode, done, totals: dict) -> None:
+    def _selective_metrics(self, config, episode, done, totals: dict, steps: dict) -> None:
         """Sums for the selective-labels metrics: three disparities, r^i and eps^i.
 
         Over the configured window: the per-step |disparity| from true labels, from
@@ -220,7 +222,6 @@ class FairnessMetricsCallback(RLlibCallback):
         and the predictor's error on the rejected (Theorem 3.1's r^i and eps^i; true
         labels are used here for logging only, on the env runner).
         """
-        steps = episode_steps(episode)
         decided = steps["group"] >= 0
         if not decided.all():
             return
@@ -256,7 +257,7 @@ class FairnessMetricsCallback(RLlibCallback):
                 err = float((steps["predicted"][rej] - steps["label"][rej]).sum())
                 totals[f"error_sum/{g}"] = totals.get(f"error_sum/{g}", 0.0) + err
 
-    def _attach_step_disparity(self, config, episode, counts, done) -> None:
+    def _attach_step_disparity(self, config, episode, counts, done, steps: dict) -> None:
         """Stores Delta_t of every transition of the chunk in ``episode.custom_data``.
 
         Uses the configured notion, window, smoothing and disparity source; the learner
@@ -271,7 +272,7 @@ class FairnessMetricsCallback(RLlibCallback):
             window=getattr(config, "fairness_disparity_window", None),
             smoothing=getattr(config, "fairness_smoothing", 0.0),
             carry=carry,
-            steps=episode_steps(episode),
+            steps=steps,
         )
         episode.custom_data[keys.EPISODE_DISPARITY] = gaps.astype(np.float32)
         episode.custom_data[keys.EPISODE_DISPARITY_START] = float(start)

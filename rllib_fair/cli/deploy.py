@@ -39,50 +39,66 @@ def deploy(
     explore: bool = False,
 ) -> tuple[list[DeployResult], dict]:
     """Deploys the checkpoint's policy; returns the runs and a mean +- std summary."""
+    from ray.rllib.algorithms.algorithm import Algorithm
+
+    algo = Algorithm.from_checkpoint(checkpoint)
+    try:
+        return deploy_algorithm(
+            algo, steps=steps, seeds=seeds, window=window, notion=notion, explore=explore
+        )
+    finally:
+        algo.stop()
+
+
+def deploy_algorithm(
+    algo,
+    *,
+    steps: int = 10_000,
+    seeds: int = 10,
+    window: int | None = None,
+    notion: str | None = None,
+    explore: bool = False,
+) -> tuple[list[DeployResult], dict]:
+    """Deploys a built (trained or restored) algorithm's policy; see :func:`deploy`."""
     import gymnasium as gym
     import torch
-    from ray.rllib.algorithms.algorithm import Algorithm
     from ray.rllib.core.columns import Columns
 
     import rllib_fair  # noqa: F401  (registers the env ids)
 
-    algo = Algorithm.from_checkpoint(checkpoint)
-    try:
-        cfg = algo.config
-        notion = notion or cfg.resolved_fairness_notion()
-        window = window if window is not None else getattr(cfg, "fairness_disparity_window", None)
-        module = algo.get_module()
-        env_config = dict(cfg.env_config or {})
-        env_config["max_steps"] = steps
-        runs = []
-        for seed in range(seeds):
-            env = gym.make(cfg.env, **env_config)
-            obs, info = env.reset(seed=seed)
-            gen = torch.Generator().manual_seed(seed)
-            n_groups = info["fairness"].shape[-1]
-            ledger = Ledger(notion, n_groups)
-            disparity = WindowedDisparity(notion, n_groups, window=window)
-            total, gaps, t, done = 0.0, [], 0, False
-            while not done:
-                with torch.no_grad():
-                    out = module.forward_inference(
-                        {Columns.OBS: torch.as_tensor(obs, dtype=torch.float32)[None]}
-                    )
-                    logits = out[Columns.ACTION_DIST_INPUTS][0]
-                    if explore:
-                        action = int(torch.multinomial(torch.softmax(logits, -1), 1, generator=gen))
-                    else:
-                        action = int(torch.argmax(logits))
-                obs, reward, terminated, truncated, info = env.step(action)
-                total += float(reward)
-                ledger.update(info["fairness"])
-                gaps.append(disparity.update(info["fairness"]))
-                t += 1
-                done = terminated or truncated
-            env.close()
-            runs.append(DeployResult(seed, t, total, float(np.mean(gaps)), ledger.bias()))
-    finally:
-        algo.stop()
+    cfg = algo.config
+    notion = notion or cfg.resolved_fairness_notion()
+    window = window if window is not None else getattr(cfg, "fairness_disparity_window", None)
+    module = algo.get_module()
+    env_config = dict(cfg.env_config or {})
+    env_config["max_steps"] = steps
+    runs = []
+    for seed in range(seeds):
+        env = gym.make(cfg.env, **env_config)
+        obs, info = env.reset(seed=seed)
+        gen = torch.Generator().manual_seed(seed)
+        n_groups = info["fairness"].shape[-1]
+        ledger = Ledger(notion, n_groups)
+        disparity = WindowedDisparity(notion, n_groups, window=window)
+        total, gaps, t, done = 0.0, [], 0, False
+        while not done:
+            with torch.no_grad():
+                out = module.forward_inference(
+                    {Columns.OBS: torch.as_tensor(obs, dtype=torch.float32)[None]}
+                )
+                logits = out[Columns.ACTION_DIST_INPUTS][0]
+                if explore:
+                    action = int(torch.multinomial(torch.softmax(logits, -1), 1, generator=gen))
+                else:
+                    action = int(torch.argmax(logits))
+            obs, reward, terminated, truncated, info = env.step(action)
+            total += float(reward)
+            ledger.update(info["fairness"])
+            gaps.append(disparity.update(info["fairness"]))
+            t += 1
+            done = terminated or truncated
+        env.close()
+        runs.append(DeployResult(seed, t, total, float(np.mean(gaps)), ledger.bias()))
     summary = {}
     for key in ("cumulative_reward", "mean_disparity", "final_gap", "steps"):
         values = np.array([getattr(r, key) for r in runs], dtype=np.float64)

@@ -15,6 +15,10 @@ File format (RLlib's classic tuned-example layout, one or more experiments)::
       num_samples: 1
       storage_path: results         # optional; --storage-path overrides
 
+A config value may be a grid, ``{grid_search: [v1, v2, ...]}``: one trial per grid
+point, then the SELLF paper's selection rule (Alg. 2) picks one configuration; an
+optional ``selection:`` block sets its metric and omega (see :mod:`rllib_fair.cli.sweep`).
+
 Everything is checked here before anything runs; a problem raises
 :class:`ExperimentError` whose message is one line naming the key, the bad value and
 the valid choices.
@@ -43,6 +47,7 @@ TOP_LEVEL_KEYS = (
     "num_samples",
     "storage_path",
     "local_dir",
+    "selection",
 )
 
 # Old result keys people still write in stop / pass_criteria blocks.
@@ -151,6 +156,8 @@ class Experiment:
     checkpoint_config: dict[str, Any] = field(default_factory=dict)
     num_samples: int = 1
     storage_path: str | None = None
+    grid: dict[str, list] = field(default_factory=dict)  # YAML key -> values
+    selection: Any = None  # rllib_fair.cli.sweep.Selection when there is a grid
 
 
 def parse_value(text: str) -> Any:
@@ -391,14 +398,26 @@ def validate_experiment(
                 f"--num-env-runners: {num_env_runners!r} is invalid; valid: an integer >= 0"
             )
         config["num_env_runners"] = num_env_runners
-    with _quiet_rllib():
-        cfg = build_config(run, env, env_config, config)
+    from rllib_fair.cli.sweep import SweepError, parse_selection, split_grid
+
+    try:
+        config, grid = split_grid(config)
+    except SweepError as e:
+        raise ExperimentError(str(e)) from None
+    cfg = _built_and_validated(run, env, env_config, config)
+    for key, values in grid.items():  # every grid value must pass like a single value
+        for value in values[1:]:
+            try:
+                _built_and_validated(run, env, env_config, {**config, key: value})
+            except ExperimentError as e:
+                msg = f"config.{key}.grid_search: {value!r} rejected: {e}"
+                raise ExperimentError(msg) from None
+    selection = None
+    if grid or spec.get("selection") is not None:
         try:
-            cfg.validate()
-        except ExperimentError:
-            raise
-        except Exception as e:
-            raise ExperimentError(f"config: {_first_line(e)}") from None
+            selection = parse_selection(spec.get("selection"), cfg)
+        except SweepError as e:
+            raise ExperimentError(str(e)) from None
     _check_env_config(env, env_config)
     stop = dict(spec.get("stop") or {})
     stop.update(stop_overrides or {})
@@ -424,7 +443,33 @@ def validate_experiment(
         checkpoint_config=dict(ckpt),
         num_samples=num_samples,
         storage_path=storage_path or spec.get("storage_path") or spec.get("local_dir"),
+        grid=grid,
+        selection=selection,
     )
+
+
+def _built_and_validated(run: str, env: str, env_config: dict, config: dict):
+    with _quiet_rllib():
+        cfg = build_config(run, env, env_config, config)
+        try:
+            cfg.validate()
+        except ExperimentError:
+            raise
+        except Exception as e:
+            raise ExperimentError(f"config: {_first_line(e)}") from None
+    return cfg
+
+
+def param_space(exp: Experiment):
+    """The config Tune runs: ``exp.config`` with its grids as ``tune.grid_search``."""
+    if not exp.grid:
+        return exp.config
+    from ray import tune
+
+    space = exp.config.copy(copy_frozen=False)
+    for key, values in exp.grid.items():
+        setattr(space, CONFIG_TRANSLATIONS.get(key, key), tune.grid_search(values))
+    return space
 
 
 @contextlib.contextmanager

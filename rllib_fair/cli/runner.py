@@ -7,6 +7,7 @@ on one and the same iteration.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rllib_fair.cli.experiment import Criterion, Experiment
+from rllib_fair.cli.experiment import CONFIG_TRANSLATIONS, Criterion, Experiment, param_space
 
 RETURN_KEY = "env_runners/episode_return_mean"
 STEPS_KEY = "num_env_steps_sampled_lifetime"
@@ -121,7 +122,7 @@ def run_experiment(exp: Experiment, *, as_test: bool, storage_path: str | None) 
     )
     tuner = tune.Tuner(
         algo_cls,
-        param_space=exp.config,
+        param_space=param_space(exp),
         run_config=run_config,
         tune_config=tune.TuneConfig(num_samples=exp.num_samples),
     )
@@ -163,9 +164,53 @@ def run_experiment(exp: Experiment, *, as_test: bool, storage_path: str | None) 
                 "passed_at": passed_at,
                 "best": best,
                 "has_fairness": any(str(k).startswith("fairness/") for k in last),
+                "params": _grid_params(exp, res.config or {}),
+                "history": history,
             }
         )
-    return {"experiment": exp.name, "storage": str(storage), "wall_s": wall, "trials": trials}
+    summary = {"experiment": exp.name, "storage": str(storage), "wall_s": wall, "trials": trials}
+    if exp.selection is not None:
+        summary["selection"] = select_trial(exp, trials)
+        out = storage / exp.name / "selection.json"
+        out.write_text(json.dumps(summary["selection"], indent=2, default=str) + "\n")
+    for t in trials:
+        del t["history"]
+    return summary
+
+
+def _grid_params(exp: Experiment, config: dict) -> dict[str, Any]:
+    """The grid values a trial ran with, under the YAML's key names."""
+    out = {}
+    for key in exp.grid:
+        attr = CONFIG_TRANSLATIONS.get(key, key)
+        out[key] = config.get(key, config.get(attr))
+    return out
+
+
+def select_trial(exp: Experiment, trials: list[dict]) -> dict:
+    """Alg. 2 of the SELLF paper over the trials (see :mod:`rllib_fair.cli.sweep`)."""
+    from rllib_fair.cli.sweep import select, trailing_mean
+
+    sel = exp.selection
+    scores = [
+        {
+            "trial": t["trial"],
+            "params": t["params"],
+            "disparity": trailing_mean(t["history"], sel.disparity, sel.last_iterations),
+            "reward": trailing_mean(t["history"], sel.reward, sel.last_iterations),
+        }
+        for t in trials
+    ]
+    chosen = select(scores, sel.omega)
+    return {
+        "rule": "SELLF Alg. 2: highest reward among the minimal max(|Delta| - omega, 0)",
+        "disparity_key": sel.disparity,
+        "reward_key": sel.reward,
+        "omega": sel.omega,
+        "last_iterations": sel.last_iterations,
+        "scores": scores,
+        "selected": None if chosen is None else scores[chosen],
+    }
 
 
 def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
@@ -188,6 +233,28 @@ def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
         )
         if t["error"]:
             print(f"  error: {t['error']}", file=file)
+    for t in summary["trials"]:
+        if t.get("params"):
+            params = ", ".join(f"{k}={v}" for k, v in t["params"].items())
+            print(f"  {t['trial'][:40]}: {params}", file=file)
+    sel = summary.get("selection")
+    if sel is not None:
+        chosen = sel["selected"]
+        if chosen is None:
+            print(
+                f"selection (Alg. 2): no trial reported both {sel['disparity_key']} and "
+                f"{sel['reward_key']}",
+                file=file,
+            )
+        else:
+            params = ", ".join(f"{k}={v}" for k, v in chosen["params"].items()) or "-"
+            print(
+                f"selected (Alg. 2, omega {sel['omega']:g}, {sel['disparity_key']} "
+                f"{chosen['disparity']:.4f}, {sel['reward_key']} {chosen['reward']:.3f}, "
+                f"mean of last {sel['last_iterations']}): {chosen['trial']} {params}",
+                file=file,
+            )
+        print(f"selection: {summary['storage']}/{exp.name}/selection.json", file=file)
     print(f"results: {summary['storage']}/{exp.name}", file=file)
 
 

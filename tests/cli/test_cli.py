@@ -279,6 +279,48 @@ BAD_INPUT = [
         ["pass_criteria", "--as-test", "'exp'"],
         id="as-test-without-pass-criteria",
     ),
+    pytest.param(
+        changed((("config", "lr"), {"grid_search": [0.001, "fast"]})),
+        [],
+        ["config.lr.grid_search", "'fast'"],
+        id="bad-grid-value",
+    ),
+    pytest.param(
+        changed((("config", "lr"), {"grid_search": []})),
+        [],
+        ["config.lr.grid_search", "[]", "non-empty list"],
+        id="empty-grid",
+    ),
+    pytest.param(
+        changed((("config", "lr"), {"grid_search": [0.1], "extra": 1})),
+        [],
+        ["config.lr", "'extra'", "{grid_search: [v1, v2, ...]}"],
+        id="grid-with-extra-key",
+    ),
+    pytest.param(
+        changed((("config", "fairness_notion"), {"grid_search": [NOTION, "demographic_parity"]})),
+        [],
+        ["config.fairness_notion", "grid_search is not supported"],
+        id="grid-over-the-notion",
+    ),
+    pytest.param(
+        changed((("selection",), {"omega": -0.1})),
+        [],
+        ["selection.omega", "-0.1", ">= 0"],
+        id="negative-selection-omega",
+    ),
+    pytest.param(
+        changed((("selection",), {"disparty": BIAS_KEY})),
+        [],
+        ["selection.disparty", "unknown key", "disparity, reward, omega, last_iterations"],
+        id="unknown-selection-key",
+    ),
+    pytest.param(
+        changed((("selection",), {"reward": "episode_len"})),
+        [],
+        ["selection.episode_len", "'episode_len'", RETURN_KEY],
+        id="unknown-selection-metric",
+    ),
     pytest.param(tiny_spec(), ["--seed", "-1"], ["--seed", "-1", ">= 0"], id="negative-seed"),
     pytest.param(
         tiny_spec(),
@@ -654,3 +696,54 @@ def test_train_with_a_remote_env_runner(tmp_path, ray_session, capsys):
     assert fair["num_steps"] == BATCH
     for group in ("group_0", "group_1"):
         assert finite(fair["rate"][group]) and fair["demand"][group] > 0
+
+
+@pytest.mark.ray
+def test_grid_search_runs_every_point_and_selects_by_alg_2(tmp_path, ray_session, capsys):
+    """A two-value grid runs two trials; selection.json is Alg. 2 over their results."""
+    from rllib_fair.cli.sweep import select, trailing_mean
+
+    spec = changed(
+        (("config", "lr"), {"grid_search": [0.001, 0.0003]}),
+        (("checkpoint_config",), DELETE),
+        (("selection",), {"disparity": BIAS_KEY, "omega": 0.02, "last_iterations": 2}),
+    )
+    path = write_yaml(tmp_path / "exp.yaml", spec)
+    storage = tmp_path / "results"
+    rc, out, err = train([str(path), "--storage-path", str(storage)], capsys)
+    assert rc == 0, out + err
+    trials = sorted(p for p in (storage / "exp").iterdir() if p.is_dir())
+    assert len(trials) == 2
+    lrs = sorted(json.loads((t / "params.json").read_text())["lr"] for t in trials)
+    assert lrs == [0.0003, 0.001]
+    selection = json.loads((storage / "exp" / "selection.json").read_text())
+    assert selection["disparity_key"] == BIAS_KEY and selection["omega"] == 0.02
+    expected = []
+    for t in trials:
+        rows = [flatten_result(r) for r in result_lines(t)]
+        lr = json.loads((t / "params.json").read_text())["lr"]
+        expected.append(
+            {
+                "lr": lr,
+                "disparity": trailing_mean(rows, BIAS_KEY, 2),
+                "reward": trailing_mean(rows, RETURN_KEY, 2),
+            }
+        )
+    assert all(e["disparity"] is not None and e["reward"] is not None for e in expected)
+    by_lr = {s["params"]["lr"]: s for s in selection["scores"]}
+    for e in expected:
+        assert by_lr[e["lr"]]["disparity"] == pytest.approx(e["disparity"], rel=1e-12)
+        assert by_lr[e["lr"]]["reward"] == pytest.approx(e["reward"], rel=1e-12)
+    want = expected[select(expected, 0.02)]["lr"]
+    assert selection["selected"]["params"] == {"lr": want}
+    assert f"selected (Alg. 2, omega 0.02, {BIAS_KEY}" in out and f"lr={want}" in out
+
+
+def flatten_result(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten_result(v, f"{prefix}{k}/"))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out

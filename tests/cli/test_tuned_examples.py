@@ -26,6 +26,12 @@ def test_tuned_example_validates(path):
     exp = validate_experiment(name, spec)
     assert exp.run.lower() == path.parent.name
     assert exp.env == spec["env"]
+    assert exp.stop.get("num_env_steps_sampled_lifetime", 0) > 0
+    if exp.grid:  # a sweep: Alg. 2 selects on a fairness metric instead of pass criteria
+        assert len(exp.grid) >= 1 and exp.selection is not None
+        assert exp.selection.disparity.startswith("fairness/")
+        assert exp.selection.reward == "env_runners/episode_return_mean"
+        return
     assert len(exp.pass_criteria) >= 2  # a return bound AND a fairness bound
     metrics = {c.metric for c in exp.pass_criteria}
     assert "env_runners/episode_return_mean" in metrics

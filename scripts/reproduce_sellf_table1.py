@@ -1,0 +1,174 @@
+"""Reproduce Valdrighi et al. (SELLF), Table 1: true disparity averaged over time and
+cumulative reward of PPO, POCAR (accepted-only disparity), POCAR (Oracle) and SELLF on
+FICO lending (equality of opportunity) and school admission (qualification parity).
+
+Protocol (paper Sec. 5 and App. E): each method trains with its tuned example's settings
+(``tuned_examples/<algo>/<env>-<method>.yaml``) for ``--steps`` env steps (the paper:
+500,000), then the trained policy is deployed greedily for 10,000 steps on 10 seeds
+(:func:`rllib_fair.cli.deploy.deploy_algorithm`, the code behind ``rllib-fair evaluate``);
+the table reports mean +- std over the deployment seeds. Runs execute as Ray tasks, one
+CPU each. Outputs, under ``--out``:
+
+* ``sellf_table1.csv``  one row per (env, method, training seed);
+* ``sellf_table1.md``   mean +- std next to the paper's Table 1 values.
+
+Usage::
+
+    python scripts/reproduce_sellf_table1.py --steps 500000 --out docs/results
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+ROOT = Path(__file__).resolve().parents[1]
+# method key -> (label, tuned-example folder)
+METHODS = {
+    "ppo": ("PPO", "ppo"),
+    "pocar": ("POCAR (accepted-only)", "pocar"),
+    "pocar_oracle": ("POCAR (Oracle)", "pocar"),
+    "sellf": ("SELLF", "sellf"),
+}
+ENVS = {"lending_fico": "equal_opportunity", "school_admission": "qualification_parity"}
+# Table 1 of the paper: (disparity, cumulative reward), mean over 10 deployments.
+PAPER = {
+    "lending_fico": {
+        "ppo": (0.38, 1624.64),
+        "pocar": (0.37, 1626.68),
+        "pocar_oracle": (0.05, 1156.82),
+        "sellf": (0.04, 1263.96),
+    },
+    "school_admission": {
+        "ppo": (0.15, 1219.68),
+        "pocar": (0.14, 1203.02),
+        "pocar_oracle": (0.12, 1069.16),
+        "sellf": (0.12, 1131.58),
+    },
+}
+
+
+def yaml_path(method: str, env_key: str) -> Path:
+    return ROOT / "tuned_examples" / METHODS[method][1] / f"{env_key}-{method}.yaml"
+
+
+def run_one(method: str, env_key: str, seed: int, steps: int, deploy_steps: int, seeds: int):
+    import torch
+
+    torch.set_num_threads(1)
+    from rllib_fair.cli.deploy import deploy_algorithm
+    from rllib_fair.cli.experiment import load_experiments, validate_experiment
+
+    ((name, spec),) = load_experiments(yaml_path(method, env_key)).items()
+    exp = validate_experiment(name, spec, seed=seed)
+    algo = exp.config.build_algo()
+    t0 = time.time()
+    done = 0
+    observable = {}
+    try:
+        while done < steps:
+            result = algo.train()
+            done = result["num_env_steps_sampled_lifetime"]
+        train_seconds = time.time() - t0
+        notion = ENVS[env_key]
+        sel = result.get("fairness", {}).get(notion, {}).get("selective", {})
+        observable = {k: sel.get(k) for k in ("accepted_disparity_mean", "imputed_disparity_mean")}
+        _, summary = deploy_algorithm(algo, steps=deploy_steps, seeds=seeds)
+    finally:
+        algo.stop()
+    return {
+        "env": env_key,
+        "method": method,
+        "seed": seed,
+        "train_env_steps": int(done),
+        "train_seconds": round(train_seconds, 1),
+        "deploy_steps": deploy_steps,
+        "deploy_seeds": seeds,
+        "disparity_mean": summary["mean_disparity"]["mean"],
+        "disparity_std": summary["mean_disparity"]["std"],
+        "reward_mean": summary["cumulative_reward"]["mean"],
+        "reward_std": summary["cumulative_reward"]["std"],
+        "final_gap_mean": summary["final_gap"]["mean"],
+        "deploy_len_mean": summary["steps"]["mean"],
+        "window": summary["window"],
+        "train_accepted_disparity": observable.get("accepted_disparity_mean"),
+        "train_imputed_disparity": observable.get("imputed_disparity_mean"),
+    }
+
+
+def write_table(rows: list[dict], out: Path, command: str) -> None:
+    lines = [
+        "# Reproduction of Valdrighi et al. (SELLF), Table 1",
+        "",
+        f"Regenerate: `{command}`",
+        "",
+        "Each method trains once per training seed with its tuned example, then its greedy",
+        f"policy is deployed for {rows[0]['deploy_steps']:,} steps on {rows[0]['deploy_seeds']}"
+        " seeds (an episode ends early on bankruptcy: see the last column). Disparity: the",
+        "true disparity (all labels) over the last `window` decisions, averaged over time;",
+        "reward: cumulative reward of the deployment. Mean +- std over the deployment seeds.",
+        "",
+        "| env (notion) | method | train steps | disparity (ours) | disparity (paper) "
+        "| reward (ours) | reward (paper) | deployed steps | window |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for env_key, notion in ENVS.items():
+        for method, (label, _) in METHODS.items():
+            for r in [r for r in rows if r["env"] == env_key and r["method"] == method]:
+                pd, pr = PAPER[env_key][method]
+                lines.append(
+                    f"| {env_key} ({notion}) | {label} (seed {r['seed']}) | "
+                    f"{r['train_env_steps']:,} | "
+                    f"{r['disparity_mean']:.3f} +- {r['disparity_std']:.3f} | {pd} | "
+                    f"{r['reward_mean']:.1f} +- {r['reward_std']:.1f} | {pr} | "
+                    f"{r['deploy_len_mean']:,.0f} | {r['window']} |"
+                )
+    (out / "sellf_table1.md").write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    import ray
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=500_000, help="training env steps per run")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds")
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    p.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
+    p.add_argument("--deploy-steps", type=int, default=10_000)
+    p.add_argument("--deploy-seeds", type=int, default=10)
+    p.add_argument("--num-cpus", type=int, default=2)
+    p.add_argument("--out", default="docs/results")
+    args = p.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
+    task = ray.remote(num_cpus=1)(run_one)
+    refs = [
+        task.remote(m, e, s, args.steps, args.deploy_steps, args.deploy_seeds)
+        for e in args.envs
+        for m in args.methods
+        for s in args.seeds
+    ]
+    rows = []
+    for ref in refs:
+        row = ray.get(ref)
+        rows.append(row)
+        print(row, flush=True)
+    with open(out / "sellf_table1.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    command = "python scripts/reproduce_sellf_table1.py " + " ".join(sys.argv[1:])
+    write_table(rows, out, command.strip())
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

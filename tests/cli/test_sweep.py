@@ -1,0 +1,142 @@
+"""Grids in tuned-example YAML and the SELLF paper's selection rule (Alg. 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rllib_fair.cli.experiment import ExperimentError, param_space, validate_experiment
+from rllib_fair.cli.sweep import (
+    default_disparity_key,
+    grid_points,
+    select,
+    split_grid,
+    trailing_mean,
+)
+
+
+def test_split_grid_keeps_order_and_first_values():
+    base, grid = split_grid({"lr": 0.1, "beta_1": {"grid_search": [1, 2]}, "beta_2": 0.5})
+    assert base == {"lr": 0.1, "beta_1": 1, "beta_2": 0.5}
+    assert grid == {"beta_1": [1, 2]}
+
+
+def test_grid_points_is_the_cartesian_product_first_key_slowest():
+    points = grid_points({"a": [1, 2], "b": [0.1, 0.2, 0.3]})
+    assert len(points) == 6
+    assert points[0] == {"a": 1, "b": 0.1} and points[2] == {"a": 1, "b": 0.3}
+    assert points[3] == {"a": 2, "b": 0.1}
+
+
+def test_alg2_picks_the_highest_reward_within_omega():
+    scores = [
+        {"disparity": 0.04, "reward": 100.0},
+        {"disparity": 0.30, "reward": 900.0},  # unfair: excluded although richest
+        {"disparity": 0.049, "reward": 250.0},  # within omega: clipped 0
+        {"disparity": 0.01, "reward": 120.0},
+    ]
+    assert select(scores, 0.05) == 2
+
+
+def test_alg2_without_a_fair_config_picks_the_least_unfair():
+    scores = [
+        {"disparity": 0.20, "reward": 900.0},
+        {"disparity": 0.09, "reward": -50.0},  # least unfair; reward does not matter
+        {"disparity": 0.10, "reward": 800.0},
+    ]
+    assert select(scores, 0.05) == 1
+
+
+def test_alg2_uses_absolute_disparity_and_breaks_exact_ties_by_reward():
+    scores = [
+        {"disparity": -0.12, "reward": 10.0},
+        {"disparity": 0.12, "reward": 20.0},
+        {"disparity": 0.3, "reward": 99.0},
+    ]
+    assert select(scores, 0.05) == 1
+
+
+def test_alg2_negative_rewards_still_select_a_minimal_config():
+    # The pseudo-code's 0 for non-minimal configs would pick index 1 here; the text's
+    # rule (and ours) keeps to the configs within omega.
+    scores = [{"disparity": 0.0, "reward": -5.0}, {"disparity": 0.5, "reward": 1.0}]
+    assert select(scores, 0.05) == 0
+
+
+def test_alg2_skips_configs_with_missing_values():
+    scores = [{"disparity": None, "reward": 1e9}, {"disparity": 0.2, "reward": 1.0}]
+    assert select(scores, 0.05) == 1
+    assert select([{"disparity": None, "reward": None}], 0.05) is None
+
+
+def test_trailing_mean_skips_missing_and_nan():
+    rows = [{"r": 1.0}, {"r": 3.0}, {"r": float("nan")}, {}, {"r": 5.0}]
+    assert trailing_mean(rows, "r", 2) == 4.0
+    assert trailing_mean(rows, "r", 10) == 3.0
+    assert trailing_mean(rows, "x", 3) is None
+
+
+def _exp(run, env, **config):
+    spec = {"run": run, "env": env, "stop": {"training_iteration": 1}, "config": config}
+    return validate_experiment("exp", spec)
+
+
+@pytest.mark.parametrize(
+    ("run", "config", "source"),
+    [
+        ("PPO", {}, "accepted"),  # the paper tunes PPO on Delta^{A=1}
+        ("POCAR", {"fairness_disparity_source": "accepted"}, "accepted"),
+        (
+            "POCAR",
+            {"fairness_disparity_source": "true", "fairness_label_access": "oracle"},
+            "true",
+        ),
+        ("SELLF", {"fairness_disparity_source": "imputed"}, "imputed"),
+    ],
+)
+def test_default_selection_metric_is_the_methods_observable_disparity(run, config, source):
+    exp = _exp(run, "fair/LendingFICO-v0", fairness_notion="equal_opportunity", **config)
+    want = f"fairness/equal_opportunity/selective/{source}_disparity_mean"
+    assert default_disparity_key(exp.config) == want
+
+
+def test_default_selection_metric_without_selective_labels_is_the_long_term_gap():
+    exp = _exp("PPO", "fair/Attention-v0")
+    notion = exp.config.resolved_fairness_notion()
+    assert default_disparity_key(exp.config) == f"fairness/{notion}/bias"
+
+
+def test_grid_experiment_validates_and_builds_a_tune_space():
+    from rllib_fair.cli.experiment import load_experiments
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "tuned_examples/sellf/lending_fico-sellf-grid.yaml"
+    ((name, spec),) = load_experiments(path).items()
+    exp = validate_experiment(name, spec)
+    assert exp.grid == {"beta_1": [1, 2, 5, 10], "beta_2": [0.01, 0.05, 0.1]}
+    assert exp.selection.disparity.endswith("selective/imputed_disparity_mean")
+    assert exp.selection.omega == 0.05
+    space = param_space(exp).to_dict()
+    assert space["beta_1"] == {"grid_search": [1, 2, 5, 10]}
+    assert exp.config.beta_1 == 1  # the validated config keeps plain values
+
+
+def test_a_config_override_replaces_a_grid():
+    spec = {
+        "run": "PPO",
+        "env": "fair/Lending-v0",
+        "stop": {"training_iteration": 1},
+        "config": {"lr": {"grid_search": [0.1, 0.2]}},
+    }
+    exp = validate_experiment("exp", spec, config_overrides={"lr": 0.3})
+    assert exp.grid == {} and exp.selection is None and exp.config.lr == 0.3
+
+
+def test_grid_value_errors_name_the_key_and_value():
+    spec = {
+        "run": "SELLF",
+        "env": "fair/LendingFICO-v0",
+        "stop": {"training_iteration": 1},
+        "config": {"renyi_form": {"grid_search": ["paper", "nope"]}},
+    }
+    with pytest.raises(ExperimentError, match=r"config.renyi_form.grid_search: 'nope'"):
+        validate_experiment("exp", spec)

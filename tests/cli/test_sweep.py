@@ -106,8 +106,9 @@ def test_default_selection_metric_without_selective_labels_is_the_long_term_gap(
 
 
 def test_grid_experiment_validates_and_builds_a_tune_space():
-    from rllib_fair.cli.experiment import load_experiments
     from pathlib import Path
+
+    from rllib_fair.cli.experiment import load_experiments
 
     path = Path(__file__).parents[2] / "tuned_examples/sellf/lending_fico-sellf-grid.yaml"
     ((name, spec),) = load_experiments(path).items()

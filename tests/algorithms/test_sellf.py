@@ -94,6 +94,31 @@ def test_sellf_pipeline_predictions_memory_and_no_hidden_labels(ray_session):
 
 
 @pytest.mark.ray
+def test_sellf_trains_with_a_remote_env_runner(ray_session):
+    """Remote runners predict with the learner's phi and ship Delta-tilde and the labels
+    the decision-maker observed, nothing more."""
+    algo = small_sellf().env_runners(num_env_runners=1).build_algo()
+    try:
+        for _ in range(2):
+            result = algo.train()
+        assert "env_runners" in result, "the remote env runner crashed"
+        stats = result["learners"]["default_policy"]
+        assert np.isfinite(stats["renyi_loss"]) and stats["memory_size"] > 0
+        assert result["fairness"]["equal_opportunity"]["num_steps"] == 400
+        sel = result["fairness"]["equal_opportunity"]["selective"]
+        assert np.isfinite(sel["imputed_disparity_mean"])
+        # phi on the remote runner is the learner's phi after the last update
+        learner_phi = algo.learner_group._learner.module["default_policy"].predictor[0]
+        remote = algo.env_runner_group.foreach_env_runner(
+            lambda r: r.module.predictor[0].weight.detach().numpy().copy(),
+            local_env_runner=False,
+        )
+        np.testing.assert_allclose(remote[0], learner_phi.weight.detach().numpy(), atol=1e-6)
+    finally:
+        algo.stop()
+
+
+@pytest.mark.ray
 def test_sellf_state_survives_checkpoint(ray_session, tmp_path):
     algo = small_sellf().build_algo()
     try:

@@ -747,3 +747,46 @@ def flatten_result(d: dict, prefix: str = "") -> dict:
         else:
             out[f"{prefix}{k}"] = v
     return out
+
+
+SELECTIVE_EXAMPLES = [
+    "ppo/lending_fico-ppo.yaml",
+    "pocar/lending_fico-pocar.yaml",
+    "pocar/lending_fico-pocar_oracle.yaml",
+    "sellf/lending_fico-sellf.yaml",
+    "sellf/school_admission-sellf.yaml",
+]
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize(
+    ("example", "runners"),
+    [(e, 1) for e in SELECTIVE_EXAMPLES] + [("sellf/lending_fico-sellf.yaml", 0)],
+)
+def test_selective_label_examples_train_from_yaml(example, runners, tmp_path, ray_session, capsys):
+    """SELLF and its baselines train from their YAML files, locally and remotely."""
+    root = Path(__file__).resolve().parents[2] / "tuned_examples"
+    storage = tmp_path / "results"
+    argv = [
+        str(root / example),
+        "--num-env-runners",
+        str(runners),
+        "--stop",
+        "training_iteration=1",
+        "--config",
+        "train_batch_size_per_learner=500",
+        "--config",
+        "minibatch_size=250",
+        "--storage-path",
+        str(storage),
+    ]
+    rc, out, err = train(argv, capsys)
+    assert rc == 0, out + err
+    (trial,) = [p for p in next(storage.iterdir()).iterdir() if p.is_dir()]
+    assert json.loads((trial / "params.json").read_text())["num_env_runners"] == runners
+    (result,) = result_lines(trial)
+    notion = next(iter(result["fairness"]))
+    fair = result["fairness"][notion]
+    assert fair["num_steps"] == 500 and finite(fair["bias"])
+    assert finite(fair["selective"]["true_disparity_mean"])
+    assert finite(result["learners"]["default_policy"]["policy_loss"])

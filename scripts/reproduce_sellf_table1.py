@@ -55,11 +55,37 @@ PAPER = {
 }
 
 
+# The reference's PPO settings (hiaac-finance/sellf fairrl/configs/base.yaml, App. E),
+# applied over every tuned example with --paper-settings. RLlib's KL penalty is off
+# (SB3 has none); SB3's max_grad_norm 0.5 is RLlib's global-norm grad_clip.
+PAPER_PPO = {
+    "lr": 1e-5,
+    "train_batch_size_per_learner": 2048,
+    "minibatch_size": 64,
+    "num_epochs": 10,
+    "gamma": 1.0,
+    "lambda": 0.95,
+    "clip_param": 0.2,
+    "entropy_coeff": 0.0,
+    "vf_loss_coeff": 0.5,
+    "grad_clip": 0.5,
+    "use_kl_loss": False,
+}
+
+
 def yaml_path(method: str, env_key: str) -> Path:
     return ROOT / "tuned_examples" / METHODS[method][1] / f"{env_key}-{method}.yaml"
 
 
-def run_one(method: str, env_key: str, seed: int, steps: int, deploy_steps: int, seeds: int):
+def run_one(
+    method: str,
+    env_key: str,
+    seed: int,
+    steps: int,
+    deploy_steps: int,
+    seeds: int,
+    paper_settings: bool,
+):
     import torch
 
     torch.set_num_threads(1)
@@ -67,7 +93,8 @@ def run_one(method: str, env_key: str, seed: int, steps: int, deploy_steps: int,
     from rllib_fair.cli.experiment import load_experiments, validate_experiment
 
     ((name, spec),) = load_experiments(yaml_path(method, env_key)).items()
-    exp = validate_experiment(name, spec, seed=seed)
+    overrides = dict(PAPER_PPO) if paper_settings else {}
+    exp = validate_experiment(name, spec, seed=seed, config_overrides=overrides)
     algo = exp.config.build_algo()
     t0 = time.time()
     done = 0
@@ -87,6 +114,7 @@ def run_one(method: str, env_key: str, seed: int, steps: int, deploy_steps: int,
         "env": env_key,
         "method": method,
         "seed": seed,
+        "settings": "paper" if paper_settings else "tuned example",
         "train_env_steps": int(done),
         "train_seconds": round(train_seconds, 1),
         "deploy_steps": deploy_steps,
@@ -143,6 +171,11 @@ def main() -> None:
     p.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
     p.add_argument("--deploy-steps", type=int, default=10_000)
     p.add_argument("--deploy-seeds", type=int, default=10)
+    p.add_argument(
+        "--paper-settings",
+        action="store_true",
+        help="the reference's PPO settings (lr 1e-5, 2048/64/10, gamma 1) over the examples",
+    )
     p.add_argument("--num-cpus", type=int, default=2)
     p.add_argument("--out", default="docs/results")
     args = p.parse_args()
@@ -151,7 +184,7 @@ def main() -> None:
     ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
     task = ray.remote(num_cpus=1)(run_one)
     refs = [
-        task.remote(m, e, s, args.steps, args.deploy_steps, args.deploy_seeds)
+        task.remote(m, e, s, args.steps, args.deploy_steps, args.deploy_seeds, args.paper_settings)
         for e in args.envs
         for m in args.methods
         for s in args.seeds

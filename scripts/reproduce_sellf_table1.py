@@ -1,6 +1,8 @@
-"""Reproduce Valdrighi et al. (SELLF), Table 1: true disparity averaged over time and
-cumulative reward of PPO, POCAR (accepted-only disparity), POCAR (Oracle) and SELLF on
-FICO lending (equality of opportunity) and school admission (qualification parity).
+"""Reproduce Valdrighi et al. (SELLF), Tables 1 and 2: true disparity averaged over time
+and cumulative reward of PPO, POCAR (accepted-only disparity), POCAR (Oracle) and SELLF
+on FICO lending and school admission, one (env, notion) cell at a time (Table 1: FICO
+with equality of opportunity, school admission with qualification parity; Table 2:
+the other notions).
 
 Protocol (paper Sec. 5 and App. E): each method trains with its tuned example's settings
 (``tuned_examples/<algo>/<env>-<method>.yaml``) for ``--steps`` env steps (the paper:
@@ -9,8 +11,9 @@ Protocol (paper Sec. 5 and App. E): each method trains with its tuned example's 
 the table reports mean +- std over the deployment seeds. Runs execute as Ray tasks, one
 CPU each. Outputs, under ``--out``:
 
-* ``sellf_table1.csv``  one row per (env, method, training seed);
-* ``sellf_table1.md``   mean +- std next to the paper's Table 1 values.
+* ``<name>.csv``  one row per (cell, method, training seed);
+* ``<name>.md``   mean +- std next to the paper's values (``--name``, default
+  ``sellf_table1``).
 
 Usage::
 
@@ -37,22 +40,71 @@ METHODS = {
     "pocar_oracle": ("POCAR (Oracle)", "pocar"),
     "sellf": ("SELLF", "sellf"),
 }
-ENVS = {"lending_fico": "equal_opportunity", "school_admission": "qualification_parity"}
-# Table 1 of the paper: (disparity, cumulative reward), mean over 10 deployments.
-PAPER = {
-    "lending_fico": {
-        "ppo": (0.38, 1624.64),
-        "pocar": (0.37, 1626.68),
-        "pocar_oracle": (0.05, 1156.82),
-        "sellf": (0.04, 1263.96),
-    },
-    "school_admission": {
-        "ppo": (0.15, 1219.68),
-        "pocar": (0.14, 1203.02),
-        "pocar_oracle": (0.12, 1069.16),
-        "sellf": (0.12, 1131.58),
-    },
+# cell -> (env key, notion, paper {method: (disparity, cumulative reward)}); the paper
+# reports the mean over 10 deployments. Table 1: fico-eo, school-qp; Table 2: the rest.
+CELLS = {
+    "fico-eo": (
+        "lending_fico",
+        "equal_opportunity",
+        {
+            "ppo": (0.38, 1624.64),
+            "pocar": (0.37, 1626.68),
+            "pocar_oracle": (0.05, 1156.82),
+            "sellf": (0.04, 1263.96),
+        },
+    ),
+    "school-qp": (
+        "school_admission",
+        "qualification_parity",
+        {
+            "ppo": (0.15, 1219.68),
+            "pocar": (0.14, 1203.02),
+            "pocar_oracle": (0.12, 1069.16),
+            "sellf": (0.12, 1131.58),
+        },
+    ),
+    "fico-ap": (
+        "lending_fico",
+        "accuracy_parity",
+        {
+            "ppo": (0.04, 1624.64),
+            "pocar": (0.06, 1611.60),
+            "pocar_oracle": (0.08, 1417.88),
+            "sellf": (0.07, 1617.54),
+        },
+    ),
+    "fico-qp": (
+        "lending_fico",
+        "qualification_parity",
+        {
+            "ppo": (0.42, 1607.42),
+            "pocar": (0.42, 1529.86),
+            "pocar_oracle": (0.42, 1556.70),
+            "sellf": (0.42, 1611.66),
+        },
+    ),
+    "school-eo": (
+        "school_admission",
+        "equal_opportunity",
+        {
+            "ppo": (0.27, 1211.26),
+            "pocar": (0.27, 1210.78),
+            "pocar_oracle": (0.05, 1139.36),
+            "sellf": (0.04, 1161.36),
+        },
+    ),
+    "school-ap": (
+        "school_admission",
+        "accuracy_parity",
+        {
+            "ppo": (0.06, 1211.26),
+            "pocar": (0.07, 1117.5),
+            "pocar_oracle": (0.05, 1179.5),
+            "sellf": (0.05, 1193.28),
+        },
+    ),
 }
+TABLE1 = ["fico-eo", "school-qp"]
 
 
 # The reference's PPO settings (hiaac-finance/sellf fairrl/configs/base.yaml, App. E),
@@ -79,7 +131,7 @@ def yaml_path(method: str, env_key: str) -> Path:
 
 def run_one(
     method: str,
-    env_key: str,
+    cell: str,
     seed: int,
     steps: int,
     deploy_steps: int,
@@ -92,8 +144,10 @@ def run_one(
     from rllib_fair.cli.deploy import deploy_algorithm
     from rllib_fair.cli.experiment import load_experiments, validate_experiment
 
+    env_key, notion, _ = CELLS[cell]
     ((name, spec),) = load_experiments(yaml_path(method, env_key)).items()
     overrides = dict(PAPER_PPO) if paper_settings else {}
+    overrides["fairness_notion"] = notion  # the tuned examples' notion is Table 1's
     exp = validate_experiment(name, spec, seed=seed, config_overrides=overrides)
     algo = exp.config.build_algo()
     t0 = time.time()
@@ -104,14 +158,15 @@ def run_one(
             result = algo.train()
             done = result["num_env_steps_sampled_lifetime"]
         train_seconds = time.time() - t0
-        notion = ENVS[env_key]
         sel = result.get("fairness", {}).get(notion, {}).get("selective", {})
         observable = {k: sel.get(k) for k in ("accepted_disparity_mean", "imputed_disparity_mean")}
         _, summary = deploy_algorithm(algo, steps=deploy_steps, seeds=seeds)
     finally:
         algo.stop()
     return {
+        "cell": cell,
         "env": env_key,
+        "notion": notion,
         "method": method,
         "seed": seed,
         "settings": "paper" if paper_settings else "tuned example",
@@ -131,9 +186,9 @@ def run_one(
     }
 
 
-def write_table(rows: list[dict], out: Path, command: str) -> None:
+def write_table(rows: list[dict], path: Path, command: str) -> None:
     lines = [
-        "# Reproduction of Valdrighi et al. (SELLF), Table 1",
+        "# Reproduction of Valdrighi et al. (SELLF), Tables 1 and 2",
         "",
         f"Regenerate: `{command}`",
         "",
@@ -147,10 +202,10 @@ def write_table(rows: list[dict], out: Path, command: str) -> None:
         "| reward (ours) | reward (paper) | deployed steps | window |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for env_key, notion in ENVS.items():
+    for cell, (env_key, notion, paper) in CELLS.items():
         for method, (label, _) in METHODS.items():
-            for r in [r for r in rows if r["env"] == env_key and r["method"] == method]:
-                pd, pr = PAPER[env_key][method]
+            for r in [r for r in rows if r["cell"] == cell and r["method"] == method]:
+                pd, pr = paper[method]
                 lines.append(
                     f"| {env_key} ({notion}) | {label} (seed {r['seed']}) | "
                     f"{r['train_env_steps']:,} | "
@@ -158,7 +213,7 @@ def write_table(rows: list[dict], out: Path, command: str) -> None:
                     f"{r['reward_mean']:.1f} +- {r['reward_std']:.1f} | {pr} | "
                     f"{r['deploy_len_mean']:,.0f} | {r['window']} |"
                 )
-    (out / "sellf_table1.md").write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n")
 
 
 def main() -> None:
@@ -168,7 +223,14 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=500_000, help="training env steps per run")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
-    p.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
+    p.add_argument(
+        "--cells",
+        nargs="+",
+        default=TABLE1,
+        choices=list(CELLS),
+        help="(env, notion) cells: Table 1 is fico-eo school-qp, Table 2 the others",
+    )
+    p.add_argument("--name", default="sellf_table1", help="basename of the .csv and .md")
     p.add_argument("--deploy-steps", type=int, default=10_000)
     p.add_argument("--deploy-seeds", type=int, default=10)
     p.add_argument(
@@ -184,8 +246,8 @@ def main() -> None:
     ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
     task = ray.remote(num_cpus=1)(run_one)
     refs = [
-        task.remote(m, e, s, args.steps, args.deploy_steps, args.deploy_seeds, args.paper_settings)
-        for e in args.envs
+        task.remote(m, c, s, args.steps, args.deploy_steps, args.deploy_seeds, args.paper_settings)
+        for c in args.cells
         for m in args.methods
         for s in args.seeds
     ]
@@ -194,12 +256,12 @@ def main() -> None:
         row = ray.get(ref)
         rows.append(row)
         print(row, flush=True)
-    with open(out / "sellf_table1.csv", "w", newline="") as f:
+    with open(out / f"{args.name}.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     command = "python scripts/reproduce_sellf_table1.py " + " ".join(sys.argv[1:])
-    write_table(rows, out, command.strip())
+    write_table(rows, out / f"{args.name}.md", command.strip())
     ray.shutdown()
 
 

@@ -18,11 +18,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 import time
 from pathlib import Path
+
+from _tasks import run_as_tasks, write_csv
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -172,8 +173,6 @@ def plot(rows: list[dict], out: Path) -> None:
 
 
 def main() -> None:
-    import ray
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--algos", nargs="+", default=list(ALGOS), choices=list(ALGOS))
@@ -185,27 +184,17 @@ def main() -> None:
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
-    task = ray.remote(num_cpus=1)(run_one)
-    refs = [
-        task.remote(a, e, s, args.budget_scale, args.eval_episodes)
+    calls = [
+        (a, e, s, args.budget_scale, args.eval_episodes)
         for e in args.envs
         for a in args.algos
         for s in args.seeds
     ]
-    rows = []
-    for ref in refs:
-        row = ray.get(ref)
-        rows.append(row)
-        print(row, flush=True)
-    with open(out / "elbert_fig4.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    rows = run_as_tasks(run_one, calls, args.num_cpus)
+    write_csv(rows, out / "elbert_fig4.csv")
     command = "python scripts/reproduce_elbert_fig4.py " + " ".join(sys.argv[1:])
     write_table(rows, out, command.strip())
     plot(rows, out)
-    ray.shutdown()
 
 
 if __name__ == "__main__":

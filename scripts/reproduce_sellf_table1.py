@@ -23,11 +23,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 import time
 from pathlib import Path
+
+from _tasks import run_as_tasks, write_csv
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -217,8 +218,6 @@ def write_table(rows: list[dict], path: Path, command: str) -> None:
 
 
 def main() -> None:
-    import ray
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=500_000, help="training env steps per run")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds")
@@ -243,26 +242,16 @@ def main() -> None:
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
-    task = ray.remote(num_cpus=1)(run_one)
-    refs = [
-        task.remote(m, c, s, args.steps, args.deploy_steps, args.deploy_seeds, args.paper_settings)
+    calls = [
+        (m, c, s, args.steps, args.deploy_steps, args.deploy_seeds, args.paper_settings)
         for c in args.cells
         for m in args.methods
         for s in args.seeds
     ]
-    rows = []
-    for ref in refs:
-        row = ray.get(ref)
-        rows.append(row)
-        print(row, flush=True)
-    with open(out / f"{args.name}.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    rows = run_as_tasks(run_one, calls, args.num_cpus)
+    write_csv(rows, out / f"{args.name}.csv")
     command = "python scripts/reproduce_sellf_table1.py " + " ".join(sys.argv[1:])
     write_table(rows, out / f"{args.name}.md", command.strip())
-    ray.shutdown()
 
 
 if __name__ == "__main__":

@@ -138,6 +138,7 @@ def run_one(
     deploy_steps: int,
     seeds: int,
     paper_settings: bool,
+    window: int,
 ):
     import torch
 
@@ -161,7 +162,7 @@ def run_one(
         train_seconds = time.time() - t0
         sel = result.get("fairness", {}).get(notion, {}).get("selective", {})
         observable = {k: sel.get(k) for k in ("accepted_disparity_mean", "imputed_disparity_mean")}
-        _, summary = deploy_algorithm(algo, steps=deploy_steps, seeds=seeds)
+        _, summary = deploy_algorithm(algo, steps=deploy_steps, seeds=seeds, window=window)
     finally:
         algo.stop()
     return {
@@ -233,6 +234,12 @@ def main() -> None:
     p.add_argument("--deploy-steps", type=int, default=10_000)
     p.add_argument("--deploy-seeds", type=int, default=10)
     p.add_argument(
+        "--window",
+        type=int,
+        default=4000,
+        help="decisions in the true-disparity window (the reference: n_applicants, 4000)",
+    )
+    p.add_argument(
         "--paper-settings",
         action="store_true",
         help="the reference's PPO settings (lr 1e-5, 2048/64/10, gamma 1) over the examples",
@@ -243,7 +250,16 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     calls = [
-        (m, c, s, args.steps, args.deploy_steps, args.deploy_seeds, args.paper_settings)
+        (
+            m,
+            c,
+            s,
+            args.steps,
+            args.deploy_steps,
+            args.deploy_seeds,
+            args.paper_settings,
+            args.window,
+        )
         for c in args.cells
         for m in args.methods
         for s in args.seeds

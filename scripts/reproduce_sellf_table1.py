@@ -195,11 +195,11 @@ def write_table(rows: list[dict], path: Path, command: str) -> None:
         f"Regenerate: `{command}`",
         "",
         f"Settings: {rows[0]['settings']}. Each method trains once per training seed, then",
-        "its greedy",
-        f"policy is deployed for {rows[0]['deploy_steps']:,} steps on {rows[0]['deploy_seeds']}"
-        " seeds (an episode ends early on bankruptcy: see the last column). Disparity: the",
-        "true disparity (all labels) over the last `window` decisions, averaged over time;",
-        "reward: cumulative reward of the deployment. Mean +- std over the deployment seeds.",
+        f"its greedy policy is deployed for {rows[0]['deploy_steps']:,} steps on "
+        f"{rows[0]['deploy_seeds']} seeds (an episode ends early on bankruptcy: see",
+        "`deployed steps`). Disparity: the true disparity (all labels) over the last",
+        "`window` decisions, averaged over time; reward: cumulative reward of the",
+        "deployment. Mean +- std over the deployment seeds.",
         "The paper's reward column appears to be the final resource, which starts at 1,000",
         "(its PPO, 1,625 on FICO, is 1,000 + 625; the myopic optimum of our FICO env",
         "earns 648): `paper - 1000` is the comparable number.",

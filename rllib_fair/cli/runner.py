@@ -183,7 +183,12 @@ def _grid_params(exp: Experiment, config: dict) -> dict[str, Any]:
     out = {}
     for key in exp.grid:
         attr = CONFIG_TRANSLATIONS.get(key, key)
-        out[key] = config.get(key, config.get(attr))
+        for name in (key, attr, f"_{attr}"):  # properties are stored as _<name>
+            if name in config:
+                out[key] = config[name]
+                break
+        else:
+            out[key] = None
     return out
 
 

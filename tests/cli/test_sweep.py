@@ -141,3 +141,23 @@ def test_grid_value_errors_name_the_key_and_value():
     }
     with pytest.raises(ExperimentError, match=r"config.renyi_form.grid_search: 'nope'"):
         validate_experiment("exp", spec)
+
+
+def test_trial_params_are_read_back_under_the_yaml_names():
+    """Tune's resolved config stores lambda as ``lambda`` and properties as ``_<name>``."""
+    from rllib_fair.cli.runner import _grid_params
+
+    spec = {
+        "run": "PPO",
+        "env": "fair/Lending-v0",
+        "stop": {"training_iteration": 1},
+        "config": {
+            "lambda": {"grid_search": [0.9, 1.0]},
+            "train_batch_size_per_learner": {"grid_search": [200, 400]},
+        },
+    }
+    exp = validate_experiment("exp", spec)
+    space = param_space(exp).to_dict()
+    assert space["lambda"] == {"grid_search": [0.9, 1.0]}
+    resolved = {"lambda": 1.0, "_train_batch_size_per_learner": 400, "lr": 0.1}
+    assert _grid_params(exp, resolved) == {"lambda": 1.0, "train_batch_size_per_learner": 400}

@@ -701,6 +701,7 @@ def test_train_with_a_remote_env_runner(tmp_path, ray_session, capsys):
 @pytest.mark.ray
 def test_grid_search_runs_every_point_and_selects_by_alg_2(tmp_path, ray_session, capsys):
     """A two-value grid runs two trials; selection.json is Alg. 2 over their results."""
+    from rllib_fair.cli.runner import flatten
     from rllib_fair.cli.sweep import select, trailing_mean
 
     spec = changed(
@@ -720,7 +721,7 @@ def test_grid_search_runs_every_point_and_selects_by_alg_2(tmp_path, ray_session
     assert selection["disparity_key"] == BIAS_KEY and selection["omega"] == 0.02
     expected = []
     for t in trials:
-        rows = [flatten_result(r) for r in result_lines(t)]
+        rows = [flatten(r) for r in result_lines(t)]
         lr = json.loads((t / "params.json").read_text())["lr"]
         expected.append(
             {
@@ -737,16 +738,6 @@ def test_grid_search_runs_every_point_and_selects_by_alg_2(tmp_path, ray_session
     want = expected[select(expected, 0.02)]["lr"]
     assert selection["selected"]["params"] == {"lr": want}
     assert f"selected (Alg. 2, omega 0.02, {BIAS_KEY}" in out and f"lr={want}" in out
-
-
-def flatten_result(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(flatten_result(v, f"{prefix}{k}/"))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 SELECTIVE_EXAMPLES = [

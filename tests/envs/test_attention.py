@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import rllib_fair  # noqa: F401  (registers the ids)
 from rllib_fair.envs import env_class, env_info
@@ -34,6 +32,8 @@ from rllib_fair.fairness.counts import (
 )
 from rllib_fair.fairness.notions import get_notion
 
+from .helpers import rollout, run_check_env, same
+
 IDS = ("fair/Attention-v0", "fair/AttentionHard-v0")
 INFO_KEYS = {"fairness", "group", "label", "decision", "label_observed"}
 ATTENTION_INFO_KEYS = INFO_KEYS | {"allocation", "incident_rates"}
@@ -41,16 +41,6 @@ ATTENTION_INFO_KEYS = INFO_KEYS | {"allocation", "incident_rates"}
 # in [-3, 3] (POCAR's wrapper), so that one warning is expected.
 BOX_ACTION_WARNING = re.compile(r"recommend using a symmetric and normalized space")
 WRAPPED_WARNING = re.compile(r"is different from the unwrapped version")
-
-
-def _run_check_env(env: gym.Env, allowed: tuple[re.Pattern, ...]) -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env)
-    unexpected = [
-        str(w.message) for w in caught if not any(p.search(str(w.message)) for p in allowed)
-    ]
-    assert not unexpected, f"unexpected check_env warnings: {unexpected}"
 
 
 def _reference_greedy(scores, units: int, bound: float = 3.0) -> np.ndarray:
@@ -91,12 +81,12 @@ def test_registry_metadata(env_id):
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_check_env_unwrapped(env_id):
-    _run_check_env(gym.make(env_id).unwrapped, allowed=(BOX_ACTION_WARNING,))
+    run_check_env(gym.make(env_id).unwrapped, allowed=(BOX_ACTION_WARNING,))
 
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_check_env_wrapped(env_id):
-    _run_check_env(gym.make(env_id), allowed=(BOX_ACTION_WARNING, WRAPPED_WARNING))
+    run_check_env(gym.make(env_id), allowed=(BOX_ACTION_WARNING, WRAPPED_WARNING))
 
 
 @pytest.mark.parametrize(
@@ -128,7 +118,7 @@ def test_spaces_finite_and_observations_inside(env_id, kwargs, size):
         assert isinstance(reward, float) and math.isfinite(reward)
         assert terminated is False and type(truncated) is bool
     allowed = () if kwargs.get("action_type") == "allocation" else (BOX_ACTION_WARNING,)
-    _run_check_env(env.unwrapped, allowed=allowed)
+    run_check_env(env.unwrapped, allowed=allowed)
 
 
 def test_hard_defaults_and_subclass_only_changes_defaults():
@@ -166,36 +156,16 @@ def test_hard_defaults_and_subclass_only_changes_defaults():
 # ------------------------------------------------------------------ determinism
 
 
-def _rollout(env_id: str, seed: int, actions, **kwargs):
-    env = gym.make(env_id, **kwargs)
-    obs, info = env.reset(seed=seed)
-    trace = [(obs, 0.0, False, False, info)]
-    for a in actions:
-        out = env.step(a)
-        trace.append(out)
-        if out[2] or out[3]:
-            trace.append(env.reset() + (None,) * 3)
-    return trace
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and np.array_equal(a, b)
-    return type(a) is type(b) and a == b
-
-
 @pytest.mark.parametrize("env_id", IDS)
 def test_seeded_determinism(env_id):
     actions = list(np.random.default_rng(7).uniform(-3, 3, (1500, 5)).astype(np.float32))
     kwargs = {"max_steps": 400}  # crosses episode ends (unseeded resets)
-    run_a = _rollout(env_id, 42, actions, **kwargs)
-    run_b = _rollout(env_id, 42, actions, **kwargs)
+    run_a = rollout(env_id, 42, actions, **kwargs)
+    run_b = rollout(env_id, 42, actions, **kwargs)
     assert len(run_a) == len(run_b)
     for step_a, step_b in zip(run_a, run_b):
-        assert all(_same(x, y) for x, y in zip(step_a, step_b))
-    run_c = _rollout(env_id, 43, actions, **kwargs)
+        assert all(same(x, y) for x, y in zip(step_a, step_b))
+    run_c = rollout(env_id, 43, actions, **kwargs)
     obs_a = np.stack([s[0] for s in run_a[:100]])
     obs_c = np.stack([s[0] for s in run_c[:100]])
     assert not np.array_equal(obs_a, obs_c)

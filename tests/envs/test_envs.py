@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import rllib_fair  # noqa: F401  (registers the ids)
 from rllib_fair.envs import (
@@ -31,6 +29,8 @@ from rllib_fair.fairness.counts import (
     SELECTED_QUALIFIED,
 )
 
+from .helpers import rollout, run_check_env, same, sd_tol
+
 # Warnings check_env may emit without anything being wrong with the environment.
 # Only the wrapped variant: check_env always warns that a gymnasium.make() env is not
 # the raw env (the checks still run through the wrappers).
@@ -45,21 +45,6 @@ ALLOWED_WARNINGS = {
 INFO_KEYS = {"fairness", "group", "label", "decision", "label_observed"}
 # Environments that decide on one individual per step (accept / reject).
 LENDING_IDS = tuple(i for i in ENV_IDS if i.startswith("fair/Lending"))
-
-
-def _run_check_env(env: gym.Env, allowed: tuple[re.Pattern, ...]) -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env)
-    unexpected = [
-        str(w.message) for w in caught if not any(p.search(str(w.message)) for p in allowed)
-    ]
-    assert not unexpected, f"unexpected check_env warnings: {unexpected}"
-
-
-def _sd_tol(p: float, n: int, k: float = 5.0) -> float:
-    """k binomial standard deviations of a frequency estimated from n draws."""
-    return k * math.sqrt(max(p * (1.0 - p), 1e-12) / max(n, 1)) + 1e-9
 
 
 # ------------------------------------------------------------------ registry and API
@@ -85,13 +70,13 @@ def test_register_envs_is_idempotent_and_ids_resolve():
 def test_check_env_unwrapped(env_id):
     # The raw env from gymnasium.make keeps its spec, so check_env also runs its
     # render/close checks (a directly constructed env has no spec and check_env warns).
-    _run_check_env(gym.make(env_id).unwrapped, allowed=ALLOWED_WARNINGS.get(env_id, ()))
+    run_check_env(gym.make(env_id).unwrapped, allowed=ALLOWED_WARNINGS.get(env_id, ()))
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_check_env_wrapped(env_id):
     allowed = WRAPPED_ALLOWED_WARNINGS + ALLOWED_WARNINGS.get(env_id, ())
-    _run_check_env(gym.make(env_id), allowed=allowed)
+    run_check_env(gym.make(env_id), allowed=allowed)
 
 
 @pytest.mark.parametrize(
@@ -115,30 +100,10 @@ def test_observation_parts(env_id, kwargs, size):
     for a in actions:
         assert obs.dtype == np.float32 and obs in env.observation_space
         obs, *_ = env.step(int(a))
-    _run_check_env(env.unwrapped, allowed=())
+    run_check_env(env.unwrapped, allowed=())
 
 
 # ------------------------------------------------------------------ determinism
-
-
-def _rollout(env_id: str, seed: int, actions, **kwargs):
-    env = gym.make(env_id, **kwargs)
-    obs, info = env.reset(seed=seed)
-    trace = [(obs, 0.0, False, False, info)]
-    for a in actions:
-        out = env.step(a)
-        trace.append(out)
-        if out[2] or out[3]:
-            trace.append(env.reset() + (None,) * 3)
-    return trace
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and np.array_equal(a, b)
-    return type(a) is type(b) and a == b
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
@@ -147,12 +112,12 @@ def test_seeded_determinism(env_id):
     space.seed(7)
     actions = [space.sample() for _ in range(3000)]
     kwargs = {"max_steps": 700}  # crosses episode ends (unseeded resets)
-    run_a = _rollout(env_id, 42, actions, **kwargs)
-    run_b = _rollout(env_id, 42, actions, **kwargs)
+    run_a = rollout(env_id, 42, actions, **kwargs)
+    run_b = rollout(env_id, 42, actions, **kwargs)
     assert len(run_a) == len(run_b)
     for step_a, step_b in zip(run_a, run_b):
-        assert all(_same(x, y) for x, y in zip(step_a, step_b))
-    run_c = _rollout(env_id, 43, actions, **kwargs)
+        assert all(same(x, y) for x, y in zip(step_a, step_b))
+    run_c = rollout(env_id, 43, actions, **kwargs)
     obs_a = np.stack([s[0] for s in run_a[:200]])
     obs_c = np.stack([s[0] for s in run_c[:200]])
     assert not np.array_equal(obs_a, obs_c)
@@ -246,14 +211,14 @@ def test_lending_initial_distribution_matches_cluster_probs():
     group_n = counts.sum(axis=1)
     total = group_n.sum()
     for g in range(2):
-        assert abs(group_n[g] / total - 0.5) <= _sd_tol(0.5, total)
+        assert abs(group_n[g] / total - 0.5) <= sd_tol(0.5, total)
         for b in range(7):
             p = env.initial_cluster_probs[g, b]
             freq = counts[g, b] / group_n[g]
             if p == 0.0:
                 assert counts[g, b] == 0
             else:
-                assert abs(freq - p) <= _sd_tol(p, group_n[g]), (g, b, freq, p)
+                assert abs(freq - p) <= sd_tol(p, group_n[g]), (g, b, freq, p)
 
 
 def test_lending_repay_rate_matches_success_probs_and_reject_changes_nothing():
@@ -277,7 +242,7 @@ def test_lending_repay_rate_matches_success_probs_and_reject_changes_nothing():
         for b in range(7):
             if seen[g, b] >= 100:
                 p = env.success_probs[g, b]
-                assert abs(repaid[g, b] / seen[g, b] - p) <= _sd_tol(p, seen[g, b])
+                assert abs(repaid[g, b] / seen[g, b] - p) <= sd_tol(p, seen[g, b])
 
 
 def test_lending_single_step_moves_exactly_increment():
@@ -395,11 +360,11 @@ def test_fico_pool_matches_cluster_probs():
         np.add.at(counts, (groups, bins), 1)
     group_n = counts.sum(axis=1)
     total = group_n.sum()
-    assert abs(group_n[0] / total - 0.5) <= _sd_tol(0.5, total)
+    assert abs(group_n[0] / total - 0.5) <= sd_tol(0.5, total)
     for g in range(2):
         for b in range(10):
             p = env.initial_cluster_probs[g, b]
-            assert abs(counts[g, b] / group_n[g] - p) <= _sd_tol(p, group_n[g]), (g, b)
+            assert abs(counts[g, b] / group_n[g] - p) <= sd_tol(p, group_n[g]), (g, b)
 
 
 def test_fico_shown_individual_and_repay_rate():
@@ -423,7 +388,7 @@ def test_fico_shown_individual_and_repay_rate():
         for b in range(10):
             if seen[g, b] >= 100:
                 p = env.success_probs[g, b]
-                assert abs(repaid[g, b] / seen[g, b] - p) <= _sd_tol(p, seen[g, b])
+                assert abs(repaid[g, b] / seen[g, b] - p) <= sd_tol(p, seen[g, b])
     # Uniform over the pool: picks per individual ~ Binomial(60000, 1/4000), mean 15.
     assert abs(picks.mean() - 15.0) < 1e-9 and 10.0 < picks.var() < 20.0
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import re
-import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import rllib_fair  # noqa: F401  (registers the ids)
 from rllib_fair.envs import env_class, env_info
@@ -30,6 +27,8 @@ from rllib_fair.fairness.counts import (
     QUALIFIED_MASS,
 )
 
+from .helpers import rollout, run_check_env, same, sd_tol
+
 IDS = ("fair/Infectious-v0", "fair/InfectiousHard-v0")
 NOOP = N_NODES
 WRAPPED_ALLOWED_WARNINGS = (re.compile(r"is different from the unwrapped version"),)
@@ -42,21 +41,6 @@ INFO_KEYS = {
     "newly_infected",
     "num_infected",
 }
-
-
-def _run_check_env(env: gym.Env, allowed: tuple[re.Pattern, ...]) -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env)
-    unexpected = [
-        str(w.message) for w in caught if not any(p.search(str(w.message)) for p in allowed)
-    ]
-    assert not unexpected, f"unexpected check_env warnings: {unexpected}"
-
-
-def _sd_tol(p: float, n: int, k: float = 5.0) -> float:
-    """k binomial standard deviations of a frequency estimated from n draws."""
-    return k * math.sqrt(max(p * (1.0 - p), 1e-12) / max(n, 1)) + 1e-9
 
 
 def _adjacency() -> np.ndarray:
@@ -80,12 +64,12 @@ def _with_uniforms(env: InfectiousEnv, u: np.ndarray) -> None:
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_check_env_unwrapped(env_id):
-    _run_check_env(gym.make(env_id).unwrapped, allowed=())
+    run_check_env(gym.make(env_id).unwrapped, allowed=())
 
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_check_env_wrapped(env_id):
-    _run_check_env(gym.make(env_id), allowed=WRAPPED_ALLOWED_WARNINGS)
+    run_check_env(gym.make(env_id), allowed=WRAPPED_ALLOWED_WARNINGS)
 
 
 @pytest.mark.parametrize("env_id", IDS)
@@ -130,35 +114,15 @@ def test_observation_is_one_hot_of_health_states(env_id):
 # ------------------------------------------------------------------ determinism
 
 
-def _rollout(env_id: str, seed: int, actions, **kwargs):
-    env = gym.make(env_id, **kwargs)
-    obs, info = env.reset(seed=seed)
-    trace = [(obs, 0.0, False, False, info)]
-    for a in actions:
-        out = env.step(int(a))
-        trace.append(out)
-        if out[2] or out[3]:
-            trace.append(env.reset() + (None,) * 3)
-    return trace
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and np.array_equal(a, b)
-    return type(a) is type(b) and a == b
-
-
 @pytest.mark.parametrize("env_id", IDS)
 def test_seeded_determinism(env_id):
-    actions = np.random.default_rng(7).integers(0, 35, 2000)  # crosses unseeded resets
-    run_a = _rollout(env_id, 42, actions)
-    run_b = _rollout(env_id, 42, actions)
+    actions = np.random.default_rng(7).integers(0, 35, 2000).tolist()  # crosses resets
+    run_a = rollout(env_id, 42, actions)
+    run_b = rollout(env_id, 42, actions)
     assert len(run_a) == len(run_b)
     for step_a, step_b in zip(run_a, run_b):
-        assert all(_same(x, y) for x, y in zip(step_a, step_b))
-    run_c = _rollout(env_id, 43, actions)
+        assert all(same(x, y) for x, y in zip(step_a, step_b))
+    run_c = rollout(env_id, 43, actions)
     obs_a = np.stack([s[0] for s in run_a[:200]])
     obs_c = np.stack([s[0] for s in run_c[:200]])
     assert not np.array_equal(obs_a, obs_c)
@@ -223,7 +187,7 @@ def test_initial_infection_fixed_and_random():
         assert np.count_nonzero(states == INFECTED) == 1 and np.all(states != RECOVERED)
         seen[int(np.flatnonzero(states == INFECTED)[0])] += 1
     p = 1.0 / N_NODES
-    assert np.all(np.abs(seen / n - p) <= _sd_tol(p, n))
+    assert np.all(np.abs(seen / n - p) <= sd_tol(p, n))
 
 
 def test_reset_info_and_burn_in():
@@ -320,7 +284,7 @@ def test_infection_frequency_matches_formula(tau):
             env.step(NOOP)
             hits += int(env.health_states[target] == INFECTED)
         p = 1.0 - (1.0 - tau) ** k
-        assert abs(hits / n - p) <= _sd_tol(p, n), (k, hits / n, p)
+        assert abs(hits / n - p) <= sd_tol(p, n), (k, hits / n, p)
 
 
 def test_exact_transition_rule_with_given_uniforms():
@@ -362,7 +326,7 @@ def test_recovery_frequency():
             assert np.all(states != SUSCEPTIBLE)  # I -> R only, never I -> S
             recovered += int(np.count_nonzero(states == RECOVERED))
         n = n_trials * N_NODES
-        assert abs(recovered / n - prob) <= _sd_tol(prob, n), (prob, recovered / n)
+        assert abs(recovered / n - prob) <= sd_tol(prob, n), (prob, recovered / n)
 
 
 def test_relapse_only_in_the_hard_variant():
@@ -382,7 +346,7 @@ def test_relapse_only_in_the_hard_variant():
         assert np.all(states != INFECTED)
         relapsed += int(np.count_nonzero(states == SUSCEPTIBLE))
     n = n_trials * N_NODES
-    assert abs(relapsed / n - 0.2) <= _sd_tol(0.2, n)
+    assert abs(relapsed / n - 0.2) <= sd_tol(0.2, n)
 
 
 def test_relapse_timing_within_a_step():

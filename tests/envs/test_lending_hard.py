@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import rllib_fair  # noqa: F401  (registers the ids)
 from rllib_fair.envs import env_info
@@ -30,26 +28,13 @@ from rllib_fair.fairness.counts import (
     SELECTED_QUALIFIED,
 )
 
+from .helpers import run_check_env, sd_tol
+
 ENV_ID = "fair/LendingHard-v0"
 WRAPPED_ALLOWED_WARNINGS = (re.compile(r"is different from the unwrapped version"),)
 INFO_KEYS = {"fairness", "group", "label", "decision", "label_observed"}
 N_BINS = 7
 UNIFORM_BINS = [[1.0 / N_BINS] * N_BINS] * 2
-
-
-def _run_check_env(env: gym.Env, allowed: tuple[re.Pattern, ...]) -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env)
-    unexpected = [
-        str(w.message) for w in caught if not any(p.search(str(w.message)) for p in allowed)
-    ]
-    assert not unexpected, f"unexpected check_env warnings: {unexpected}"
-
-
-def _sd_tol(p: float, n: float, k: float = 5.0) -> float:
-    """k binomial standard deviations of a frequency estimated from n draws."""
-    return k * math.sqrt(max(p * (1.0 - p), 1e-12) / max(n, 1)) + 1e-9
 
 
 def _matrices(**rows) -> list:
@@ -115,15 +100,15 @@ def _assert_rows_match(counts: np.ndarray, expected: np.ndarray) -> None:
             if p == 0.0:
                 assert counts[idx][d] == 0, (idx, d)
             else:
-                assert abs(freq - p) <= _sd_tol(p, n), (idx, d, freq, p)
+                assert abs(freq - p) <= sd_tol(p, n), (idx, d, freq, p)
 
 
 # ------------------------------------------------------------------ API and metadata
 
 
 def test_check_env_unwrapped_and_wrapped():
-    _run_check_env(gym.make(ENV_ID).unwrapped, allowed=())
-    _run_check_env(gym.make(ENV_ID), allowed=WRAPPED_ALLOWED_WARNINGS)
+    run_check_env(gym.make(ENV_ID).unwrapped, allowed=())
+    run_check_env(gym.make(ENV_ID), allowed=WRAPPED_ALLOWED_WARNINGS)
 
 
 def test_metadata_and_defaults_follow_the_reference():
@@ -215,7 +200,7 @@ def test_initial_bin_frequencies_match_hard_distributions():
     assert np.array_equal(env.cluster_probs, np.asarray(HARD_CLUSTER_PROBS))
     group_n = counts.sum(axis=1)
     total = group_n.sum()
-    assert abs(group_n[0] / total - 0.5) <= _sd_tol(0.5, total)
+    assert abs(group_n[0] / total - 0.5) <= sd_tol(0.5, total)
     _assert_rows_match(counts, np.asarray(HARD_CLUSTER_PROBS))
 
 
@@ -244,7 +229,7 @@ def test_reject_moves_with_the_per_group_alter_rate():
         stay = np.trace(counts[g].sum(axis=0))
         n = counts[g].sum()
         moved = n - stay
-        assert abs(moved / n - rate) <= _sd_tol(rate, n), (g, moved / n, rate)
+        assert abs(moved / n - rate) <= sd_tol(rate, n), (g, moved / n, rate)
         for b in range(N_BINS):  # moves land only on the specified bin
             row = counts[g, :, b].sum(axis=0)
             assert row.sum() == row[b] + row[(b + 3) % N_BINS]

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import math
 import re
-import warnings
 
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import rllib_fair  # noqa: F401  (registers the ids)
 from rllib_fair.envs import CLASSIFICATION_NOTIONS, env_info
@@ -40,16 +38,11 @@ from rllib_fair.fairness.counts import (
     SELECTED_QUALIFIED,
 )
 
+from .helpers import run_check_env
+
 ENV_ID = "fair/SchoolAdmission-v0"
 N_DIMS = 126
 INFO_KEYS = {"fairness", "group", "label", "decision", "label_observed"}
-
-
-def _check_env_no_warnings(env: gym.Env) -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env)
-    assert not caught, [str(w.message) for w in caught]
 
 
 def _blocks(params: SchoolAdmissionParams) -> list[slice]:
@@ -90,8 +83,8 @@ def test_registered_metadata_and_defaults():
 
 
 def test_check_env_unwrapped():
-    _check_env_no_warnings(gym.make(ENV_ID).unwrapped)
-    _check_env_no_warnings(gym.make(ENV_ID, obs_group=False, cost=0.4).unwrapped)
+    run_check_env(gym.make(ENV_ID).unwrapped)
+    run_check_env(gym.make(ENV_ID, obs_group=False, cost=0.4).unwrapped)
 
 
 def test_seeded_determinism():
@@ -475,7 +468,7 @@ def test_loader_env_builds_and_steps(enem_csv):
     env = SchoolAdmissionEnv.from_enem_csv(path, n_applicants=500, cost=0.4, **LOADER_KWARGS)
     assert env.observation_space.shape == (8 + 1 + 2,) and env.cost == 0.4
     params = env.params
-    _check_env_no_warnings(gym.make(ENV_ID, params=params, n_applicants=500).unwrapped)
+    run_check_env(gym.make(ENV_ID, params=params, n_applicants=500).unwrapped)
     env.reset(seed=12)
     # Every pool member is a data row of its own group.
     rows = {(int(g), tuple(r)) for g, r in zip(params.row_groups, params.rows.tolist())}

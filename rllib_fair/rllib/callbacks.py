@@ -258,10 +258,16 @@ class FairnessMetricsCallback(RLlibCallback):
                 totals[f"error_sum/{g}"] = totals.get(f"error_sum/{g}", 0.0) + err
 
     def _attach_step_disparity(self, config, episode, counts, done, steps: dict) -> None:
-        """Stores Delta_t of every transition of the chunk in ``episode.custom_data``.
+        """Writes Delta_t of every transition of the chunk into the step infos.
 
-        Uses the configured notion, window, smoothing and disparity source; the learner
-        connector turns it into the ``fair_disparity`` / ``fair_disparity_prev`` columns.
+        Uses the configured notion, window, smoothing and disparity source. The value
+        after transition t goes into ``infos[t + 1]`` and the value before the chunk's
+        first transition into ``infos[0]`` (key :data:`keys.INFO_DISPARITY`), so the
+        numbers travel *with their steps*: RLlib slices episode chunks when it shards
+        a train batch over several learners (``num_learners >= 2``), and a slice keeps
+        its infos (its ``infos[0]`` is the step before it) but not ``custom_data``.
+        The learner connector turns them into the ``fair_disparity`` /
+        ``fair_disparity_prev`` columns.
         """
         source = get_disparity_source(getattr(config, "fairness_disparity_source", "true"))
         key = (episode.id_, "__step_disparity__")
@@ -274,8 +280,10 @@ class FairnessMetricsCallback(RLlibCallback):
             carry=carry,
             steps=steps,
         )
-        episode.custom_data[keys.EPISODE_DISPARITY] = gaps.astype(np.float32)
-        episode.custom_data[keys.EPISODE_DISPARITY_START] = float(start)
+        infos = episode.get_infos()
+        infos[0][keys.INFO_DISPARITY] = float(start)
+        for info, gap in zip(infos[1:], gaps.tolist(), strict=False):
+            info[keys.INFO_DISPARITY] = gap
         if not done:
             self._carries[key] = (carry, float(gaps[-1]) if len(gaps) else start)
 

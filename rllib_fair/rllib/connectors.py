@@ -108,17 +108,14 @@ class AddFairnessColumns(ConnectorV2):
             episodes, agents_that_stepped_only=False
         ):
             n = len(sa_episode)
-            infos = sa_episode.get_infos(slice(1, n + 1))
+            all_infos = sa_episode.get_infos(slice(0, n + 1))
+            infos = all_infos[1:]
             n_groups = self._n_groups or _infer_n_groups(infos)
-            cols = fairness_columns_from_infos(infos, n_groups, num_valid=n - 1 if phantom else n)
-            if keys.EPISODE_DISPARITY in sa_episode.custom_data:
-                cols.update(
-                    disparity_columns(
-                        sa_episode.custom_data[keys.EPISODE_DISPARITY],
-                        sa_episode.custom_data[keys.EPISODE_DISPARITY_START],
-                        n,
-                    )
-                )
+            num_valid = n - 1 if phantom else n
+            cols = fairness_columns_from_infos(infos, n_groups, num_valid=num_valid)
+            step_gaps = [info.get(keys.INFO_DISPARITY) for info in all_infos[: num_valid + 1]]
+            if all(g is not None for g in step_gaps):
+                cols.update(disparity_columns(step_gaps[1:], step_gaps[0], n))
             elif self._require_disparity:
                 raise ValueError(
                     "AddFairnessColumns: the algorithm needs the per-step disparity but the "

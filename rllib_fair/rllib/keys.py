@@ -89,10 +89,11 @@ COL_DISPARITY_PREV = "fair_disparity_prev"  # float32 [B]
 # individual shown in obs_t, stored by RLlib per step in the episode's extra_model_outputs.
 LABEL_PREDICTION = "fair_label_prob"
 
-# Keys in ``SingleAgentEpisode.custom_data`` written by the metrics callback on the env
-# runner and read by the connector on the learner (one value per transition of a chunk).
-EPISODE_DISPARITY = "rllib_fair/disparity"
-EPISODE_DISPARITY_START = "rllib_fair/disparity_start"
+# Key in the step infos written by the metrics callback on the env runner and read by the
+# connector on the learner: Delta after the step's transition (``infos[t + 1]``), and
+# Delta before the chunk's first transition in ``infos[0]``. Kept in the infos (not in
+# ``custom_data``) because RLlib slices episodes across learners and slices keep infos.
+INFO_DISPARITY = "fair_step_disparity"
 
 COLUMNS = (COL_COUNTS, COL_GROUP, COL_DECISION, COL_LABEL, COL_LABEL_OBSERVED, COL_VALID)
 

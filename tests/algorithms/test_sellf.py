@@ -69,7 +69,7 @@ def test_sellf_pipeline_predictions_memory_and_no_hidden_labels(ray_session):
         for ep in episodes:  # every step carries phi's prediction and Delta-tilde
             pred = np.asarray(ep.get_extra_model_outputs(keys.LABEL_PREDICTION))
             assert pred.shape[0] == len(ep) and np.all((pred > 0) & (pred < 1))
-            assert len(ep.custom_data[keys.EPISODE_DISPARITY]) == len(ep)
+            assert all(keys.INFO_DISPARITY in info for info in ep.get_infos())
         learner = algo.learner_group._learner
         b = learner._learner_connector(
             rl_module=learner.module, batch={}, episodes=episodes, shared_data={}

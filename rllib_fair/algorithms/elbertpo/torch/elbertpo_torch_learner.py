@@ -16,6 +16,7 @@ from ray.rllib.utils.postprocessing.value_predictions import compute_value_targe
 from rllib_fair.fairness.notions import get_notion
 from rllib_fair.fairness.objective import fair_advantage_weights
 from rllib_fair.rllib import keys
+from rllib_fair.rllib.distributed import all_reduce_sum
 
 FAIR_VALUE_TARGETS = "fair_value_targets"
 
@@ -52,7 +53,8 @@ class ELBERTAdvantage(ConnectorV2):
     def __call__(self, *, rl_module: Any, batch: dict, episodes: list, metrics=None, **kwargs):
         """Computes and stores the fairness-aware advantages for every module batch."""
         for module_id, mb in batch.items():
-            module = rl_module[module_id]
+            # DDP (num_learners >= 2) wraps the module: its methods live on the original.
+            module = rl_module[module_id].unwrapped()
             if not hasattr(module, "compute_fair_values"):
                 continue
             if module.is_stateful():
@@ -63,8 +65,6 @@ class ELBERTAdvantage(ConnectorV2):
             with torch.no_grad():
                 fair_v = convert_to_numpy(module.compute_fair_values(mb))
                 values = convert_to_numpy(module.compute_values(mb))
-            fair_v = fair_v
-            values = values
             counts = convert_to_numpy(mb[keys.COL_COUNTS])
             terminateds = convert_to_numpy(mb[Columns.TERMINATEDS])
             truncateds = convert_to_numpy(mb[Columns.TRUNCATEDS])
@@ -91,9 +91,14 @@ class ELBERTAdvantage(ConnectorV2):
             )
             stream_adv = targets - fair_v
             adv = value_targets - values  # raw reward advantage (RLlib's is standardised)
-            # eta estimate: mean per step x episode length (see the algorithm docstring)
-            steps = max(int(mask.sum()), 1)
-            eta = streams[mask].sum(axis=0) / steps * self.episode_length
+            # eta estimate: mean per step x episode length (see the algorithm docstring),
+            # over the whole train batch: summed over every learner's shard
+            device = mb[Postprocessing.ADVANTAGES].device
+            sums = all_reduce_sum(
+                np.concatenate([streams[mask].sum(axis=0), [float(mask.sum())]]), device
+            )
+            steps = max(sums[-1], 1.0)
+            eta = sums[:-1] / steps * self.episode_length
             kg = self.k * self.g
             eta_s = eta[:kg].reshape(self.k, self.g)
             eta_d = eta[kg:].reshape(self.k, self.g)
@@ -111,7 +116,6 @@ class ELBERTAdvantage(ConnectorV2):
             weights = np.concatenate([w.supply.reshape(-1), w.demand.reshape(-1)])
             a_fair = adv - self.alpha * stream_adv @ weights  # Eq. 5 (Eq. 30 in weights)
             a_fair = _standardize(a_fair, mask)
-            device = mb[Postprocessing.ADVANTAGES].device
             mb[Postprocessing.ADVANTAGES] = torch.as_tensor(
                 a_fair, dtype=torch.float32, device=device
             )

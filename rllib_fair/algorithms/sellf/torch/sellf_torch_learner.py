@@ -14,6 +14,7 @@ from ray.rllib.core.models.base import ENCODER_OUT
 from ray.rllib.evaluation.postprocessing import Postprocessing
 
 from rllib_fair.rllib import keys
+from rllib_fair.rllib.distributed import all_gather_rows, all_reduce_sum, broadcast_parameters
 
 PI_ALL = "sellf_pi_all"  # acceptance probability under all (sampled) policies, [B]
 RENYI_SCALE = "sellf_renyi_scale"  # c^i a^i / (r^i)^2 of the row's group, [B]
@@ -77,7 +78,8 @@ class SELLFBatchStats(ConnectorV2):
         cfg = lrn.config
         notion = cfg.resolved_fairness_notion()
         for module_id, mb in batch.items():
-            module = rl_module[module_id]
+            # DDP (num_learners >= 2) wraps the module: its methods live on the original.
+            module = rl_module[module_id].unwrapped()
             obs = mb[Columns.OBS].float()
             valid = mb[keys.COL_VALID].bool()
             group = mb[keys.COL_GROUP]
@@ -91,18 +93,31 @@ class SELLFBatchStats(ConnectorV2):
                 pi_all = acceptance_under_all(probs)
                 phi = torch.sigmoid(module.predict_logits(obs))
             scale = torch.zeros_like(pi_now)
-            per_group = {}
+            # Per-group sums over the whole train batch (every learner's shard): rows,
+            # sum of pi_all, of 1 - pi_now and of Y-tilde.
+            sums = []
             for g in (0, 1):
                 m = valid & (group == g)
-                if not m.any():
+                acc = decision[m] == 1
+                y_tilde = torch.where(acc, label[m].clamp_min(0).float(), phi[m])
+                sums += [
+                    float(m.sum()),
+                    float(pi_all[m].sum()),
+                    float((1.0 - pi_now[m]).sum()),
+                    float(y_tilde.sum()),
+                ]
+            sums = all_reduce_sum(np.array(sums), obs.device).reshape(2, 4)
+            per_group = {}
+            for g in (0, 1):
+                n_g, pi_all_sum, reject_sum, y_sum = sums[g]
+                if n_g == 0:
                     continue
-                a_g = pi_all[m].mean()  # a[1:K]^i: accepted by some policy so far
-                r_g = (1.0 - pi_now[m]).mean().clamp_min(1e-6)  # r^i: rejection rate
+                m = valid & (group == g)
+                a_g = pi_all_sum / n_g  # a[1:K]^i: accepted by some policy so far
+                r_g = max(reject_sum / n_g, 1e-6)  # r^i: rejection rate
                 phi_tilde = 1.0
                 if notion == "equal_opportunity":
-                    acc = decision[m] == 1
-                    y_tilde = torch.where(acc, label[m].clamp_min(0).float(), phi[m])
-                    phi_tilde = y_tilde.mean().clamp_min(1e-6)
+                    phi_tilde = max(y_sum / n_g, 1e-6)
                 per_group[g] = (m, a_g, r_g, phi_tilde)
             if cfg.renyi_form == "paper":
                 for m, a_g, r_g, phi_tilde in per_group.values():
@@ -126,11 +141,17 @@ class SELLFBatchStats(ConnectorV2):
             mb[RENYI_SCALE] = scale
             mb[PENALTY_DISPARITY] = disparity
             accepted = (valid & (decision == 1) & (label >= 0)).cpu().numpy()
-            lrn.remember(
-                obs.cpu().numpy()[accepted],
-                group.cpu().numpy()[accepted],
-                label.cpu().numpy()[accepted],
+            # Every learner stores the accepted rows of every shard (same order), so the
+            # predictor copies train on the same memory and stay equal.
+            rows = all_gather_rows(
+                {
+                    "obs": obs.cpu().numpy()[accepted],
+                    "group": group.cpu().numpy()[accepted],
+                    "label": label.cpu().numpy()[accepted],
+                },
+                obs.device,
             )
+            lrn.remember(rows["obs"], rows["group"], rows["label"])
         return batch
 
 
@@ -152,6 +173,8 @@ class SELLFTorchLearner(PPOTorchLearner):
         self._iteration = 0
         if self._learner_connector is not None:
             self._learner_connector.append(SELLFBatchStats(learner=self))
+        for module_id in self.module.keys():  # DDP ignores phi: start from rank 0's copy
+            broadcast_parameters(self.module[module_id].unwrapped().predictor)
 
     # ------------------------------------------------------------------ optimizers
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
@@ -253,9 +276,10 @@ class SELLFTorchLearner(PPOTorchLearner):
         opt = self.get_optimizer(module_id, "predictor")
         for group in opt.param_groups:  # App. E: exponential decay per iteration
             group["lr"] = cfg.predictor_lr * cfg.predictor_lr_decay**self._iteration
-        obs = torch.from_numpy(self._memory["obs"])
-        groups = torch.from_numpy(self._memory["group"])
-        labels = torch.from_numpy(self._memory["label"])
+        device = next(module.predictor.parameters()).device
+        obs = torch.from_numpy(self._memory["obs"]).to(device)
+        groups = torch.from_numpy(self._memory["group"]).to(device)
+        labels = torch.from_numpy(self._memory["label"]).to(device)
         with torch.no_grad():
             pi_now = accept_probability(module, None, obs)
             probs = [pi_now] + [accept_probability(module, s, obs) for s in self.sample_policies()]
@@ -264,7 +288,9 @@ class SELLFTorchLearner(PPOTorchLearner):
         loss = None
         for _ in range(cfg.predictor_steps):
             if cfg.predictor_batch_size and cfg.predictor_batch_size < n:
-                idx = torch.from_numpy(self._rng.choice(n, cfg.predictor_batch_size, replace=False))
+                idx = torch.from_numpy(
+                    self._rng.choice(n, cfg.predictor_batch_size, replace=False)
+                ).to(device)
             else:
                 idx = slice(None)
             opt.zero_grad(set_to_none=True)
@@ -273,15 +299,25 @@ class SELLFTorchLearner(PPOTorchLearner):
             )
             loss.backward()
             opt.step()
+        # Same memory and seeded minibatches give equal copies on every learner; the
+        # broadcast makes that exact even where kernels are not bit-reproducible (GPU).
+        broadcast_parameters(module.predictor)
         if loss is not None:
             self.metrics.log_value((module_id, "predictor_loss"), loss.detach(), window=1)
         self.metrics.log_value((module_id, "memory_size"), float(n), window=1)
-        self.metrics.log_value((module_id, "max_ipw_weight"), weights.max(), window=1)
+        self.metrics.log_value((module_id, "max_ipw_weight"), float(weights.max()), window=1)
 
     # ------------------------------------------------------------------ state
     def get_state(self, components=None, *, not_components=None, **kwargs):
-        """Learner state plus SELLF's memory, policy store and iteration counter."""
+        """Learner state plus SELLF's memory, policy store and iteration counter.
+
+        The ``"sellf"`` part (tens of MB once the memory and store fill) is only
+        included when the caller asks for the whole learner state (checkpoints) or
+        names it; weight syncs ask for ``rl_module`` only and so stay small.
+        """
         state = super().get_state(components, not_components=not_components, **kwargs)
+        if not self._check_component("sellf", components, not_components):
+            return state
         state["sellf"] = {
             "memory": dict(self._memory),
             "store": [

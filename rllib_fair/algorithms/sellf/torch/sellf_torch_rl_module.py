@@ -9,6 +9,7 @@ from ray.rllib.core.columns import Columns
 from torch import nn
 
 from rllib_fair.rllib import keys
+from rllib_fair.rllib.distributed import exclude_from_ddp
 
 
 class SELLFTorchRLModule(DefaultPPOTorchRLModule):
@@ -30,6 +31,10 @@ class SELLFTorchRLModule(DefaultPPOTorchRLModule):
             width = h
         layers.append(nn.Linear(width, 1))
         self.predictor = nn.Sequential(*layers)
+        # phi is trained by its own loss (Eq. 7) outside PPO's, so data-parallel
+        # learners (num_learners >= 2) must not expect it in the DDP-reduced loss; the
+        # learner keeps the copies equal instead (see rllib_fair.rllib.distributed).
+        exclude_from_ddp(self, "predictor")
 
     def predict_logits(self, obs: torch.Tensor) -> torch.Tensor:
         """Logits of P(Y = 1 | x, z), shape ``[B]``."""

@@ -35,3 +35,13 @@ def ray_session():
         )
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def ray_session_gpu(ray_session):
+    """The session's Ray instance, for tests that need a CUDA device (skipped without)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    return ray_session

@@ -22,6 +22,9 @@ class AlgorithmSpec:
         algo_class: name of the ``Algorithm`` subclass.
         config_class: name of the ``AlgorithmConfig`` subclass.
         paper: the method's paper and what the implementation takes from it.
+        smoke_env: a registered env id the algorithm trains on out of the box; the
+            registry-wide tests (multiple learners, GPU learner, weight-sync size)
+            train every algorithm on its ``smoke_env``.
     """
 
     name: str
@@ -29,6 +32,7 @@ class AlgorithmSpec:
     algo_class: str
     config_class: str
     paper: str
+    smoke_env: str = "fair/Lending-v0"
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
@@ -83,6 +87,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                 "SELLF: PPO with an IPW-trained label predictor, imputed disparity and a "
                 "Renyi loss for selective labels (Valdrighi et al., ICML 2026; Eq. 3, 6, 7)"
             ),
+            smoke_env="fair/LendingFICO-v0",
         ),
     ]
 }

@@ -98,3 +98,21 @@ def exclude_from_ddp(module: torch.nn.Module, prefix: str) -> None:
     torch.nn.parallel.DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
         module, names
     )
+
+
+def replicated_state(learner) -> dict:
+    """Everything a learner keeps between updates, as numpy, metrics excluded.
+
+    Module weights, optimizer state, the algorithm's own learner state (SELLF's memory,
+    policy store, counters and RNG) and, when the learner defines
+    ``fairness_batch_state()``, the fairness estimates of its last batch (ELBERT-PO's
+    eta and rates). With data-parallel learners this must be identical on every
+    learner after an update; the scale-out tests compare it across learners.
+    """
+    from ray.rllib.utils.numpy import convert_to_numpy
+
+    state = convert_to_numpy(learner.get_state(not_components=["metrics_logger"]))
+    extra = getattr(learner, "fairness_batch_state", None)
+    if extra is not None:
+        state["fairness_batch_state"] = convert_to_numpy(extra())
+    return state

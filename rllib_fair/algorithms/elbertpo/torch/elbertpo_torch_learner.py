@@ -141,6 +141,10 @@ class ELBERTPOTorchLearner(PPOTorchLearner):
             self._elbert_connector = ELBERTAdvantage(config=self.config)
             self._learner_connector.append(self._elbert_connector)
 
+    def fairness_batch_state(self) -> dict[str, float]:
+        """The last batch's eta^S, eta^D, rates, gap and h (equal on every learner)."""
+        return {} if self._elbert_connector is None else dict(self._elbert_connector.last_stats)
+
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         """PPO's loss plus ``vf_loss_coeff`` x the mean squared error of the streams."""
         total = super().compute_loss_for_module(

@@ -23,12 +23,15 @@ import numpy as np
 from gymnasium import spaces
 
 from rllib_fair.envs.base import (
+    MAX_MAGNITUDE,
     FairEnvMixin,
     _fmt,
     as_count,
+    as_discrete_action,
     as_flag,
     as_float_array,
     as_positive,
+    check_magnitude,
 )
 from rllib_fair.fairness.counts import (
     ALLOCATED,
@@ -252,6 +255,7 @@ class AttentionEnv(FairEnvMixin, gym.Env):
             )
         if np.any(rates < 0.0):
             raise ValueError(f"incident_rates={_fmt(incident_rates)}: every rate must be >= 0")
+        check_magnitude("incident_rates", incident_rates, rates)
         self.attention_units = as_count("attention_units", attention_units)
         self.decrease_rates = _per_site("decrease_rates", decrease_rates, n)
         self.increase_rates = _per_site("increase_rates", increase_rates, n)
@@ -260,6 +264,15 @@ class AttentionEnv(FairEnvMixin, gym.Env):
         )
         self.missed_weight = as_positive("missed_weight", missed_weight, allow_zero=True)
         self.max_steps = as_count("max_steps", max_steps)
+        # A rate grows by at most increase_rates[g] per step; it is a Poisson mean and
+        # the missed incidents enter the reward, so it must stay bounded.
+        peak = float(np.max(rates + self.max_steps * self.increase_rates))
+        if not peak <= MAX_MAGNITUDE:
+            raise ValueError(
+                f"increase_rates={_fmt(increase_rates)}, max_steps={self.max_steps}: an incident "
+                f"rate can grow to {peak:g} within an episode; expected incident_rates + "
+                f"max_steps * increase_rates <= {MAX_MAGNITUDE:g} (lower either)"
+            )
         self.history_len = as_count("history_len", history_len)
         self.count_cap = as_count("count_cap", count_cap)
         self.obs_ratio = as_flag("obs_ratio", obs_ratio)
@@ -408,7 +421,8 @@ class AttentionEnv(FairEnvMixin, gym.Env):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Allocates the units, draws incidents, updates the rates and the history."""
         if self._t < 0:
-            raise RuntimeError("AttentionEnv.step() called before reset()")
+            raise RuntimeError(f"{type(self).__name__}.step() called before reset()")
+        self._check_episode_running()
         if self._discrete:
             alloc = self._index_to_alloc(action)
         else:
@@ -469,7 +483,7 @@ class AttentionEnv(FairEnvMixin, gym.Env):
             "allocation": np.array(alloc, dtype=np.int64),
             "incident_rates": rates_arr.copy(),
         }
-        truncated = self._t >= self.max_steps
+        truncated = self._episode_over = self._t >= self.max_steps
         return obs, reward, False, truncated, info
 
     # ------------------------------------------------------------------ internals
@@ -510,16 +524,11 @@ class AttentionEnv(FairEnvMixin, gym.Env):
         """Row ``action`` of the allocation table."""
         table = self._table
         assert table is not None
-        try:
-            k = int(action)
-            ok = k == action and 0 <= k < table.shape[0]
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise ValueError(
-                f"action={_fmt(action)}: expected an integer in [0, {table.shape[0]}) "
-                f"for action_type='allocation'"
-            )
+        k = as_discrete_action(
+            action,
+            table.shape[0],
+            f"an integer in [0, {table.shape[0]}) for action_type='allocation'",
+        )
         return table[k].tolist()
 
 
@@ -589,5 +598,6 @@ def _per_site(name: str, value: Any, n: int) -> np.ndarray:
         arr = as_float_array(name, value, (n,))
         if np.any(arr < 0.0):
             raise ValueError(f"{name}={_fmt(value)}: every rate must be >= 0")
+        check_magnitude(name, value, arr)
     arr.flags.writeable = False
     return arr

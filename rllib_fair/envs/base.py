@@ -5,7 +5,12 @@
   :func:`rllib_fair.envs.env_info` without constructing the environment, plus a fast,
   seeded source of uniform draws.
 * Validation helpers that raise one-line :class:`ValueError` messages naming the
-  argument, the bad value and what would be valid.
+  argument, the bad value and what would be valid. Real-valued arguments are bounded
+  by :data:`MAX_MAGNITUDE`, so no finite argument can make a reward inf or NaN.
+* Step guards shared by every environment: discrete actions must be integers
+  (:func:`as_discrete_action`: floats, strings and bools are rejected, not truncated),
+  and ``step()`` after the episode ended (a step returned ``terminated`` or
+  ``truncated``) raises :class:`RuntimeError` until ``reset()``.
 
 Nothing here imports ray or torch.
 """
@@ -31,6 +36,13 @@ CLASSIFICATION_NOTIONS: tuple[str, ...] = (
 
 #: Tolerance on "probabilities sum to 1".
 PROB_SUM_ATOL = 1e-6
+
+#: Largest magnitude accepted for a real-valued parameter (amounts, costs, weights,
+#: rates). Rewards and balances are sums of products of a few such parameters over the
+#: steps of an episode; with every factor at most 1e15 they stay far from float64's
+#: overflow (about 1.8e308), so a huge finite argument cannot turn a reward into inf or
+#: NaN.
+MAX_MAGNITUDE = 1e15
 
 
 class FairEnvMixin:
@@ -65,6 +77,26 @@ class FairEnvMixin:
     _u_pos: int
     _u_rng: Any
 
+    #: True once a step returned ``terminated`` or ``truncated``; ``reset()`` clears it.
+    _episode_over: bool = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Clears the episode-over flag, then seeds like ``gymnasium.Env.reset``."""
+        self._episode_over = False
+        super().reset(seed=seed, options=options)  # type: ignore[misc]
+
+    def _check_episode_running(self) -> None:
+        """Raises if the last step ended the episode and ``reset()`` was not called since.
+
+        Raises:
+            RuntimeError: naming the environment and what to do.
+        """
+        if self._episode_over:
+            raise RuntimeError(
+                f"{type(self).__name__}.step() called after the episode ended (a step "
+                "returned terminated or truncated); call reset() before stepping again"
+            )
+
     def _accept_reject(self, action: Any) -> int:
         """Validates an accept/reject action of a one-individual-per-step env.
 
@@ -72,15 +104,14 @@ class FairEnvMixin:
             0 (reject) or 1 (accept).
 
         Raises:
-            RuntimeError: if called before ``reset()`` (no individual shown yet).
-            ValueError: for any other action.
+            RuntimeError: if called before ``reset()`` (no individual shown yet) or after
+                the episode ended.
+            ValueError: for any other action (see :func:`as_discrete_action`).
         """
         if self._group < 0:
             raise RuntimeError(f"{type(self).__name__}.step() called before reset()")
-        a = int(action)
-        if a != 0 and a != 1:
-            raise ValueError(f"action={action!r}: expected 0 (reject) or 1 (accept)")
-        return a
+        self._check_episode_running()
+        return as_discrete_action(action, 2, "0 (reject) or 1 (accept)")
 
     @staticmethod
     def _decision_info(counts: np.ndarray, group: int, label: int, decision: int) -> dict:
@@ -188,16 +219,68 @@ def as_distributions(name: str, value: Any, shape: tuple[int | None, ...]) -> np
     return arr
 
 
-def as_positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
-    """Returns ``value`` as a finite float that is ``> 0`` (or ``>= 0``)."""
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        out = math.nan
-    if not math.isfinite(out) or out < 0.0 or (out == 0.0 and not allow_zero):
-        valid = "a finite number >= 0" if allow_zero else "a finite number > 0"
-        raise ValueError(f"{name}={_fmt(value)}: expected {valid}")
+def as_positive(
+    name: str, value: Any, *, allow_zero: bool = False, maximum: float = MAX_MAGNITUDE
+) -> float:
+    """Returns ``value`` as a float in ``(0, maximum]`` (``[0, maximum]`` with ``allow_zero``).
+
+    Strings and bools are rejected, even where ``float()`` would convert them.
+
+    Raises:
+        ValueError: naming the argument, the bad value and the valid range.
+    """
+    out = math.nan
+    if not isinstance(value, (str, bytes, bool, np.bool_)):
+        try:
+            out = float(value)
+        except (TypeError, ValueError):
+            pass
+    if not out <= maximum or out < 0.0 or (out == 0.0 and not allow_zero):
+        low = "[0" if allow_zero else "(0"
+        raise ValueError(f"{name}={_fmt(value)}: expected a number in {low}, {maximum:g}]")
     return out
+
+
+def check_magnitude(name: str, value: Any, arr: np.ndarray, maximum: float = MAX_MAGNITUDE) -> None:
+    """Raises unless every entry of the finite array ``arr`` has magnitude ``<= maximum``.
+
+    Raises:
+        ValueError: naming the argument, the bad value and the valid range.
+    """
+    if arr.size and float(np.max(np.abs(arr))) > maximum:
+        raise ValueError(
+            f"{name}={_fmt(value)}: every entry must lie in [{-maximum:g}, {maximum:g}]"
+        )
+
+
+def as_discrete_action(action: Any, n: int, valid: str) -> int:
+    """Returns a discrete action in ``[0, n)`` as a python int.
+
+    Accepted: python and numpy integers and 0-d integer arrays. Floats (even integral
+    ones like ``1.0``), strings and bools are rejected rather than truncated or
+    converted, so a policy emitting the wrong type fails loudly.
+
+    Args:
+        action: the action passed to ``step``.
+        n: number of actions.
+        valid: text naming the valid actions, for the error message.
+
+    Raises:
+        ValueError: naming the bad action and the valid ones.
+    """
+    if type(action) is int or (
+        isinstance(action, (int, np.integer)) and not isinstance(action, bool)
+    ):
+        a = int(action)
+    elif isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
+        a = int(action)
+    else:
+        raise ValueError(
+            f"action={_fmt(action)} ({type(action).__name__}): expected {valid}, as an integer"
+        )
+    if not 0 <= a < n:
+        raise ValueError(f"action={_fmt(action)}: expected {valid}")
+    return a
 
 
 def as_count(name: str, value: Any, minimum: int = 1) -> int:

@@ -23,7 +23,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from rllib_fair.envs.base import FairEnvMixin, _fmt, as_count, as_positive
+from rllib_fair.envs.base import (
+    FairEnvMixin,
+    _fmt,
+    as_count,
+    as_discrete_action,
+    as_positive,
+)
 from rllib_fair.fairness.counts import (
     ALLOCATED,
     NEEDED,
@@ -332,15 +338,12 @@ class InfectiousEnv(FairEnvMixin, gym.Env):
         """Vaccinates (unless no-op), then infections, recoveries and relapses at once."""
         if not self._ready:
             raise RuntimeError(f"{type(self).__name__}.step() called before reset()")
-        try:
-            a = int(action)
-        except (TypeError, ValueError):
-            a = -1
-        if not 0 <= a <= N_NODES:
-            raise ValueError(
-                f"action={action!r}: expected a node index in [0, {N_NODES - 1}] "
-                f"or {N_NODES} (no vaccination)"
-            )
+        self._check_episode_running()
+        a = as_discrete_action(
+            action,
+            N_NODES + 1,
+            f"a node index in [0, {N_NODES - 1}] or {N_NODES} (no vaccination)",
+        )
         counts = self._counts0.copy()
         if a != N_NODES:
             group = self._node_group[a]
@@ -372,7 +375,8 @@ class InfectiousEnv(FairEnvMixin, gym.Env):
             "num_infected": num_infected,
         }
         reward = (N_NODES - num_infected) / N_NODES
-        return self._obs.copy(), reward, False, self._t >= self.max_steps, info
+        truncated = self._episode_over = self._t >= self.max_steps
+        return self._obs.copy(), reward, False, truncated, info
 
     # ------------------------------------------------------------------ internals
 

@@ -297,6 +297,7 @@ class LendingEnv(FairEnvMixin, gym.Env):
         info = self._decision_info(counts, g, y, a)
         terminated = self._cash < self.loan_amount
         truncated = self._t >= self.max_steps
+        self._episode_over = terminated or truncated
         self._draw_applicant()
         return self._obs.copy(), reward, terminated, truncated, info
 

@@ -289,6 +289,7 @@ class LendingFICOEnv(FairEnvMixin, gym.Env):
         info = self._decision_info(counts, g, y, a)
         terminated = self._resource <= 0.0
         truncated = self._t >= self.max_steps
+        self._episode_over = terminated or truncated
         return self._draw_applicant(), reward, terminated, truncated, info
 
     # ------------------------------------------------------------------ internals

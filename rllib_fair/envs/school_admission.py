@@ -28,12 +28,14 @@ import numpy as np
 from gymnasium import spaces
 
 from rllib_fair.envs.base import (
+    MAX_MAGNITUDE,
     FairEnvMixin,
     _fmt,
     as_count,
     as_distributions,
     as_flag,
     as_positive,
+    check_magnitude,
 )
 from rllib_fair.fairness.counts import (
     NUM_FIELDS,
@@ -448,9 +450,15 @@ def _check_params(params: Any) -> SchoolAdmissionParams:
         raise ValueError(
             f"params.coefficients: expected {sum(cards)} finite numbers, got shape {coefs.shape}"
         )
+    # Logits are sums of F + 2 of these terms: bounded terms keep them finite (no NaN).
+    check_magnitude("params.coefficients", coefs, coefs.astype(np.float64))
     for name in ("intercept", "group_coefficient"):
-        if not math.isfinite(float(getattr(params, name))):
-            raise ValueError(f"params.{name}={getattr(params, name)!r}: expected a finite number")
+        value = float(getattr(params, name))
+        if not abs(value) <= MAX_MAGNITUDE:
+            raise ValueError(
+                f"params.{name}={getattr(params, name)!r}: expected a finite number in "
+                f"[{-MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}]"
+            )
     age = params.age_feature
     if age is not None and (
         isinstance(age, bool) or not isinstance(age, (int, np.integer)) or not 0 <= age < n_features
@@ -929,6 +937,7 @@ class SchoolAdmissionEnv(FairEnvMixin, gym.Env):
         info = self._decision_info(counts, g, y, a)
         terminated = self._resource <= 0.0
         truncated = self._t >= self.max_steps
+        self._episode_over = terminated or truncated
         return self._draw_applicant(), reward, terminated, truncated, info
 
     # ------------------------------------------------------------------ internals

@@ -196,7 +196,8 @@ def test_info_refers_to_previously_shown_individual(env_id):
 
 
 def test_lending_initial_distribution_matches_cluster_probs():
-    env = LendingEnv()
+    # One long episode (stepping past the end of an episode is an error).
+    env = LendingEnv(max_steps=100_000)
     # Applicants drawn at reset ...
     n_resets = 4000
     counts = np.zeros((2, 7))

@@ -28,7 +28,34 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--num-env-runners", type=int, default=None, help="remote env runners")
     t.add_argument("--storage-path", default=None, help="results folder (default ./results)")
     t.add_argument("--seed", type=int, default=None, help="random seed of every trial")
-    t.add_argument("--num-cpus", type=int, default=None, help="CPUs for a local Ray instance")
+    t.add_argument(
+        "--num-cpus",
+        type=int,
+        default=None,
+        help="CPUs of the local Ray instance (default: all cores; not with --address)",
+    )
+    t.add_argument(
+        "--address",
+        default=None,
+        help=(
+            "Ray cluster to run on: 'auto' (a cluster started with `ray start` on this "
+            "machine) or HOST:PORT of its head node; default: $RAY_ADDRESS if set, else a "
+            "private local Ray instance"
+        ),
+    )
+    t.add_argument(
+        "--resume",
+        action="store_true",
+        help=(
+            "continue an interrupted run of the same file and storage path from its last "
+            "checkpoints; finished trials are not rerun"
+        ),
+    )
+    t.add_argument(
+        "--no-resource-check",
+        action="store_true",
+        help="skip the check that one trial fits the cluster (for autoscaling clusters)",
+    )
     e = sub.add_parser(
         "evaluate", help="deploy a checkpoint for N steps on several seeds (SELLF's protocol)"
     )
@@ -104,6 +131,32 @@ def _cmd_train(args) -> int:
         print(f"rllib-fair: error: {e}", file=sys.stderr)
         return 2
 
+    address = args.address or os.environ.get("RAY_ADDRESS") or None
+    if args.num_cpus is not None and args.num_cpus < 1:
+        return _error(f"--num-cpus: {args.num_cpus} is invalid; valid: an integer >= 1")
+    if address is not None and args.num_cpus is not None:
+        return _error(
+            f"--num-cpus: {args.num_cpus} cannot be combined with --address/RAY_ADDRESS "
+            f"{address!r}; the cluster's own resources are used"
+        )
+    from rllib_fair.cli.runner import can_resume, check_resources
+
+    if args.resume:
+        for exp in exps:
+            if not can_resume(exp, args.storage_path):
+                return _error(
+                    f"--resume: no interrupted run of {exp.name!r} to resume under "
+                    f"{args.storage_path or exp.storage_path or 'results'!r}; run without "
+                    "--resume first"
+                )
+    if address is None and not args.no_resource_check:
+        # A private local instance: its resources are known before it starts.
+        local = {"CPU": float(args.num_cpus or os.cpu_count() or 1), "GPU": float(_num_gpus())}
+        for exp in exps:
+            problem = check_resources(exp, local, [local])
+            if problem:
+                return _error(problem)
+
     import ray
     import torch
 
@@ -111,17 +164,33 @@ def _cmd_train(args) -> int:
 
     torch.set_num_threads(1)
     if not ray.is_initialized():
-        ray.init(
-            address=os.environ.get("RAY_ADDRESS"),
-            num_cpus=args.num_cpus,
-            include_dashboard=False,
-            log_to_driver=False,
-            logging_level="ERROR",
-        )
+        try:
+            ray.init(
+                # "local": never attach to a cluster through a stale `ray start` file.
+                address=address or "local",
+                num_cpus=args.num_cpus if address is None else None,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level="ERROR",
+            )
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            text = str(e).strip().splitlines()
+            return _error(f"--address: cannot connect to {address!r}: {text[0] if text else e}")
+    if address is not None and not args.no_resource_check:
+        nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+        for exp in exps:
+            problem = check_resources(exp, ray.cluster_resources(), nodes)
+            if problem:
+                return _error(problem + " (an autoscaling cluster: pass --no-resource-check)")
     code = 0
     messages = []
     for exp in exps:
-        summary = run_experiment(exp, as_test=args.as_test, storage_path=args.storage_path)
+        summary = run_experiment(
+            exp, as_test=args.as_test, storage_path=args.storage_path, resume=args.resume
+        )
+        for t in summary["trials"]:
+            if t.get("error_full"):
+                print(f"trial {t['trial']} failed:\n{t['error_full']}", file=sys.stderr)
         print_table(exp, summary)
         if any(t["error"] for t in summary["trials"]):
             code = 1
@@ -133,6 +202,15 @@ def _cmd_train(args) -> int:
     for msg in messages:
         print(msg, file=sys.stdout if code == 0 else sys.stderr)
     return code
+
+
+def _num_gpus() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except Exception:  # no torch or a broken CUDA set-up: no GPUs
+        return 0
 
 
 def _error(message: str) -> int:

@@ -55,27 +55,96 @@ def _fmt(v: float | None, spec: str = ".4g") -> str:
     return "-" if v is None else format(v, spec)
 
 
+def _budget(exp: Experiment) -> tuple[str, float] | None:
+    """The env-step or iteration budget of the stop block, for progress and ETA."""
+    for key in (STEPS_KEY, "training_iteration"):
+        if key in exp.stop:
+            return key, exp.stop[key]
+    return None
+
+
+def _eta(done: float, target: float, elapsed: float) -> str:
+    if done <= 0 or elapsed <= 0 or done >= target:
+        return "-"
+    left = elapsed * (target - done) / done
+    return f"{int(left // 60)}m{int(left % 60):02d}s"
+
+
+def _faults(exp: Experiment, flat: dict) -> dict:
+    from rllib_fair.rllib.health import fault_summary
+
+    cfg = exp.config
+    return fault_summary(flat, int(cfg.num_env_runners or 0), int(cfg.num_envs_per_env_runner or 1))
+
+
 def _make_tune_callback(exp: Experiment):
     from ray import tune
 
     gkey = gap_key(exp)
+    budget = _budget(exp)
 
     class ProgressPrinter(tune.Callback):
-        """Prints one line per training iteration."""
+        """Prints one line per training iteration (and the runners' faults as they happen)."""
+
+        def __init__(self):
+            super().__init__()
+            self._seen_failures: dict[str, tuple[int, int]] = {}
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             flat = flatten(result)
             steps_iter = _num(flat.get("env_runners/num_env_steps_sampled")) or 0.0
             dt = _num(flat.get("time_this_iter_s")) or 0.0
             sps = steps_iter / dt if dt > 0 else None
+            steps = int(_num(flat.get(STEPS_KEY)) or 0)
+            progress = f"env steps {steps:9d}"
+            if budget is not None:
+                key, target = budget
+                done = _num(flat.get(key)) or 0.0
+                elapsed = _num(flat.get("time_total_s")) or 0.0
+                if key == STEPS_KEY:
+                    progress += f"/{int(target)}"
+                else:
+                    progress += f" | iter target {int(target)}"
+                progress += (
+                    f" ({100 * min(done / target, 1):3.0f}%, ETA {_eta(done, target, elapsed)})"
+                )
+            faults = _faults(exp, flat)
+            health = ""
+            if faults["total"]:
+                health = f" | runners {faults['healthy']}/{faults['total']}"
+            if faults["restarts"] or faults["step_failures"]:
+                health += (
+                    f" | restarts {faults['restarts']}, env-step failures {faults['step_failures']}"
+                )
             print(
                 f"[{exp.name} {trial.trial_id}] iter {int(flat.get('training_iteration', 0)):4d}"
-                f" | env steps {int(_num(flat.get(STEPS_KEY)) or 0):9d}"
+                f" | {progress}"
                 f" | return {_fmt(_num(flat.get(RETURN_KEY)), '10.3f')}"
                 f" | gap {_fmt(_num(flat.get(gkey)), '.4f')}"
-                f" | {_fmt(sps, '.0f')} steps/s",
+                f" | {_fmt(sps, '.0f')} steps/s{health}",
                 flush=True,
             )
+            seen = self._seen_failures.get(trial.trial_id, (0, 0))
+            now = (faults["failures"], faults["step_failures"])
+            if now[0] > seen[0]:
+                print(
+                    f"[{exp.name} {trial.trial_id}] WARNING: {now[0] - seen[0]} env runner(s) "
+                    f"failed (env {exp.env}) before iteration "
+                    f"{int(flat.get('training_iteration', 0))}; RLlib restarts failed runners "
+                    f"(restart_failed_env_runners={exp.config.restart_failed_env_runners}); "
+                    "their episodes in progress are lost",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if now[1] > seen[1]:
+                print(
+                    f"[{exp.name} {trial.trial_id}] WARNING: {now[1] - seen[1]} env step(s) "
+                    f"raised in env {exp.env}; the env was rebuilt "
+                    "(restart_failed_sub_environments)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            self._seen_failures[trial.trial_id] = now
 
     return ProgressPrinter()
 
@@ -103,29 +172,124 @@ def _make_stopper(exp: Experiment, as_test: bool):
     return Stopper()
 
 
-def run_experiment(exp: Experiment, *, as_test: bool, storage_path: str | None) -> dict:
-    """Runs one experiment with Tune; returns a summary per trial."""
+#: Seconds RLlib waits before restarting a failed env runner when the YAML does not say
+#: (RLlib's own default, 60 s, leaves a one-runner experiment sampling nothing for a
+#: minute per failure).
+RESTART_DELAY_S = 2.0
+
+
+def apply_runtime_defaults(exp: Experiment) -> None:
+    """Fault-tolerance defaults for runs with remote env runners (see the README).
+
+    Failed env runners are restarted (``restart_failed_env_runners``, RLlib's default,
+    kept) after ``delay_between_env_runner_restarts_s`` = :data:`RESTART_DELAY_S` unless
+    the YAML sets another delay.
+    """
+    cfg = exp.config
+    if (cfg.num_env_runners or 0) > 0 and cfg.delay_between_env_runner_restarts_s == 60.0:
+        cfg.fault_tolerance(delay_between_env_runner_restarts_s=RESTART_DELAY_S)
+
+
+def experiment_dir(exp: Experiment, storage_path: str | None) -> Path:
+    """The folder Tune writes the experiment to."""
+    storage = Path(storage_path or exp.storage_path or "results").expanduser().resolve()
+    return storage / exp.name
+
+
+def can_resume(exp: Experiment, storage_path: str | None) -> bool:
+    """True if an interrupted run of this experiment left a state Tune can restore."""
+    from ray import tune
+
+    path = experiment_dir(exp, storage_path)
+    return path.is_dir() and tune.Tuner.can_restore(str(path))
+
+
+def resource_request(exp: Experiment) -> list[dict[str, float]]:
+    """The resource bundles one trial asks Ray for (driver/learner, learners, runners)."""
+    from rllib_fair.algorithms import get_algorithm_class
+
+    pgf = get_algorithm_class(exp.run).default_resource_request(exp.config)
+    return [{k: float(v) for k, v in b.items() if v} for b in pgf.bundles]
+
+
+def check_resources(exp: Experiment, cluster: dict, nodes: list[dict]) -> str | None:
+    """Why one trial can never be scheduled on this cluster, or None if it can.
+
+    Args:
+        exp: the experiment.
+        cluster: total resources (``ray.cluster_resources()``).
+        nodes: the resources of each alive node.
+
+    Returns:
+        A one-line message with what is asked and what exists, or None.
+    """
+    bundles = resource_request(exp)
+    cfg = exp.config
+    asked: dict[str, float] = {}
+    for b in bundles:
+        for k, v in b.items():
+            asked[k] = asked.get(k, 0.0) + v
+    parts = (
+        f"num_learners={cfg.num_learners}, num_gpus_per_learner={cfg.num_gpus_per_learner}, "
+        f"num_env_runners={cfg.num_env_runners}, "
+        f"num_cpus_per_env_runner={cfg.num_cpus_per_env_runner}"
+    )
+    for key, value in sorted(asked.items()):
+        have = float(cluster.get(key, 0.0))
+        if value > have + 1e-9:
+            return (
+                f"resources: one trial asks for {value:g} {key} ({parts}) but the cluster has "
+                f"{have:g}; lower those settings, or give Ray more (--num-cpus N, or "
+                "--address of a bigger cluster)"
+            )
+    for b in bundles:
+        if not any(all(n.get(k, 0.0) + 1e-9 >= v for k, v in b.items()) for n in nodes):
+            biggest = max((n.get("CPU", 0.0) for n in nodes), default=0.0)
+            return (
+                f"resources: one actor of the trial asks for {b} but no single node has that "
+                f"much (largest node: {biggest:g} CPU); {parts}"
+            )
+    return None
+
+
+def run_experiment(
+    exp: Experiment, *, as_test: bool, storage_path: str | None, resume: bool = False
+) -> dict:
+    """Runs one experiment with Tune (or resumes it); returns a summary per trial."""
     from ray import tune
 
     from rllib_fair.algorithms import get_algorithm_class
 
-    storage = Path(storage_path or exp.storage_path or "results").expanduser().resolve()
+    apply_runtime_defaults(exp)
+    exp_dir = experiment_dir(exp, storage_path)
+    storage = exp_dir.parent
     algo_cls = get_algorithm_class(exp.run)
-    ckpt = dict(exp.checkpoint_config)
-    run_config = tune.RunConfig(
-        name=exp.name,
-        storage_path=str(storage),
-        stop=_make_stopper(exp, as_test),
-        checkpoint_config=tune.CheckpointConfig(**ckpt) if ckpt else None,
-        callbacks=[_make_tune_callback(exp)],
-        verbose=0,
-    )
-    tuner = tune.Tuner(
-        algo_cls,
-        param_space=param_space(exp),
-        run_config=run_config,
-        tune_config=tune.TuneConfig(num_samples=exp.num_samples),
-    )
+    if resume and can_resume(exp, storage_path):
+        # Finished trials stay finished; unfinished and errored ones continue from their
+        # last checkpoint (from scratch if they had none).
+        tuner = tune.Tuner.restore(
+            str(exp_dir),
+            trainable=algo_cls,
+            resume_unfinished=True,
+            resume_errored=True,
+            param_space=param_space(exp),
+        )
+    else:
+        ckpt = dict(exp.checkpoint_config)
+        run_config = tune.RunConfig(
+            name=exp.name,
+            storage_path=str(storage),
+            stop=_make_stopper(exp, as_test),
+            checkpoint_config=tune.CheckpointConfig(**ckpt) if ckpt else None,
+            callbacks=[_make_tune_callback(exp)],
+            verbose=0,
+        )
+        tuner = tune.Tuner(
+            algo_cls,
+            param_space=param_space(exp),
+            run_config=run_config,
+            tune_config=tune.TuneConfig(num_samples=exp.num_samples),
+        )
     t0 = time.time()
     grid = tuner.fit()
     wall = time.time() - t0
@@ -151,11 +315,21 @@ def run_experiment(exp: Experiment, *, as_test: bool, storage_path: str | None) 
             best[c.metric] = b
         steps = _num(last.get(STEPS_KEY)) or 0.0
         ttot = _num(last.get("time_total_s")) or 0.0
+        faults = _faults(exp, last)
+        error = _error_line(res.error) if res.error else None
+        if error is None and history and steps <= 0:
+            error = (
+                f"sampled no env steps in {len(history)} iteration(s): every env runner "
+                "failed (see the warnings above)"
+            )
         trials.append(
             {
                 "trial": os.path.basename(res.path) if res.path else "?",
                 "path": res.path,
-                "error": repr(res.error).splitlines()[0] if res.error else None,
+                "error": error,
+                "error_full": str(res.error) if res.error else None,
+                "faults": faults,
+                "checkpoint": _checkpoint_path(res),
                 "iterations": int(last.get("training_iteration", 0) or 0),
                 "env_steps": int(steps),
                 "return": _num(last.get(RETURN_KEY)),
@@ -176,6 +350,18 @@ def run_experiment(exp: Experiment, *, as_test: bool, storage_path: str | None) 
     for t in trials:
         del t["history"]
     return summary
+
+
+def _error_line(error: BaseException) -> str:
+    """The last meaningful line of a trial's error (the exception, not Ray's wrapping)."""
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
+    text = lines[-1] if lines else type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _checkpoint_path(res) -> str | None:
+    ckpt = getattr(res, "checkpoint", None)
+    return getattr(ckpt, "path", None) if ckpt is not None else None
 
 
 def _grid_params(exp: Experiment, config: dict) -> dict[str, Any]:
@@ -238,6 +424,17 @@ def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
         )
         if t["error"]:
             print(f"  error: {t['error']}", file=file)
+        f = t.get("faults") or {}
+        if f.get("total") or f.get("step_failures"):
+            print(
+                f"  env runners: {f['healthy']}/{f['total']} healthy at the end, "
+                f"{f['restarts']} restarted, {f['failures']} failed, "
+                f"{f['episodes_lost']} episode(s) lost in progress, "
+                f"{f['step_failures']} env-step failure(s)",
+                file=file,
+            )
+        if t.get("checkpoint"):
+            print(f"  checkpoint: {t['checkpoint']}", file=file)
     for t in summary["trials"]:
         if t.get("params"):
             params = ", ".join(f"{k}={v}" for k, v in t["params"].items())

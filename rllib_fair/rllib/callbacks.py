@@ -295,6 +295,12 @@ class FairnessMetricsCallback(RLlibCallback):
         config = getattr(algorithm, "config", None)
         order = _group_names(config, -1) if config is not None else []
         _finalize(result, order)
+        if algorithm is not None:
+            from rllib_fair.rllib.health import PLACEMENT, placement
+
+            where = placement(algorithm)
+            if where:
+                result[PLACEMENT] = where
         evaluation = result.get("evaluation")
         if isinstance(evaluation, dict):
             _finalize(evaluation, order)

@@ -35,10 +35,11 @@ BATCH = 400  # env steps per iteration of the tiny spec
 
 PROGRESS_RE = re.compile(
     r"^\[(?P<exp>\S+) (?P<trial>\S+)\] iter +(?P<iter>\d+)"
-    r" \| env steps +(?P<steps>\d+)"
+    r" \| env steps +(?P<steps>\d+)(?:/(?P<target>\d+))?(?: \| iter target \d+)?"
+    r"(?: \( *(?P<pct>\d+)%, ETA (?P<eta>-|\d+m\d\ds)\))?"
     r" \| return +(?P<ret>-|-?\d+\.\d{3})"
     r" \| gap (?P<gap>-|\d+\.\d{4})"
-    r" \| (?P<sps>-|\d+) steps/s$"
+    r" \| (?P<sps>-|\d+) steps/s(?P<health> \| runners .*)?$"
 )
 
 DELETE = object()

@@ -13,12 +13,17 @@ import sys
 
 
 def _parser() -> argparse.ArgumentParser:
+    fmt = argparse.ArgumentDefaultsHelpFormatter
     p = argparse.ArgumentParser(
         prog="rllib-fair",
         description="Long-term fairness experiments on Ray RLlib.",
+        formatter_class=fmt,
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
-    t = sub.add_parser("train", help="run a tuned-example YAML file through Ray Tune")
+    t = sub.add_parser(
+        "train", help="run a tuned-example YAML file through Ray Tune", formatter_class=fmt
+    )
     t.add_argument("file", help="tuned-example YAML file")
     t.add_argument("--as-test", action="store_true", help="check pass_criteria; exit 1 if unmet")
     t.add_argument("--stop", action="append", metavar="KEY=VALUE", help="override a stop value")
@@ -57,9 +62,14 @@ def _parser() -> argparse.ArgumentParser:
         help="skip the check that one trial fits the cluster (for autoscaling clusters)",
     )
     e = sub.add_parser(
-        "evaluate", help="deploy a checkpoint for N steps on several seeds (SELLF's protocol)"
+        "evaluate",
+        help="deploy a checkpoint for N steps on several seeds (SELLF's protocol)",
+        formatter_class=fmt,
     )
-    e.add_argument("checkpoint", help="algorithm checkpoint folder")
+    e.add_argument(
+        "checkpoint",
+        help="checkpoint folder, or a trial or experiment folder (its newest checkpoint)",
+    )
     e.add_argument("--steps", type=int, default=10_000, help="deployment steps per seed")
     e.add_argument("--seeds", type=int, default=10, help="number of seeds (0..N-1)")
     e.add_argument("--window", type=int, default=None, help="disparity window (decisions)")
@@ -68,7 +78,44 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--json", default=None, help="also write the summary to this file")
     sub.add_parser("envs", help="list the registered environments")
     sub.add_parser("algos", help="list the registered algorithms")
+    sub.add_parser("examples", help="list the tuned-example YAML files of this checkout")
     return p
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rllib-fair")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _cmd_examples() -> int:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "tuned_examples"
+    files = sorted(root.glob("*/*.yaml"))
+    if not files:
+        print(
+            "rllib-fair: no tuned_examples/ folder next to the package (they ship with the "
+            "repository, not the wheel)",
+            file=sys.stderr,
+        )
+        return 1
+    import yaml
+
+    for f in files:
+        try:
+            specs = yaml.safe_load(f.read_text()) or {}
+        except yaml.YAMLError:
+            specs = {}
+        for name, spec in specs.items():
+            if isinstance(spec, dict):
+                print(
+                    f"{f.relative_to(root.parent)}  {name}: {spec.get('run')} on {spec.get('env')}"
+                )
+    return 0
 
 
 def _cmd_envs() -> int:
@@ -232,24 +279,40 @@ def _cmd_evaluate(args) -> int:
             get_notion(args.notion)
         except ValueError as e:
             return _error(f"--notion: {e}")
-    if not Path(args.checkpoint).is_dir():
-        return _error(f"CHECKPOINT: {args.checkpoint!r} is not a folder")
+    from rllib_fair.cli.deploy import DeployError, find_checkpoint
+
+    try:
+        checkpoint = find_checkpoint(args.checkpoint)
+    except DeployError as e:
+        return _error(str(e))
+    if args.json:
+        folder = Path(args.json).expanduser().resolve().parent
+        if not folder.is_dir():
+            return _error(f"--json: folder {str(folder)!r} of {args.json!r} does not exist")
     import torch
 
     from rllib_fair.cli.deploy import deploy, format_summary
 
     torch.set_num_threads(1)
-    runs, summary = deploy(
-        args.checkpoint,
-        steps=args.steps,
-        seeds=args.seeds,
-        window=args.window,
-        notion=args.notion,
-        explore=args.explore,
-    )
+    print(f"checkpoint: {checkpoint}")
+    try:
+        runs, summary = deploy(
+            str(checkpoint),
+            steps=args.steps,
+            seeds=args.seeds,
+            window=args.window,
+            notion=args.notion,
+            explore=args.explore,
+        )
+    except DeployError as e:
+        return _error(str(e))
     print(format_summary(summary))
     if args.json:
-        payload = {"summary": summary, "runs": [r.__dict__ for r in runs]}
+        payload = {
+            "checkpoint": str(checkpoint),
+            "summary": summary,
+            "runs": [r.__dict__ for r in runs],
+        }
         Path(args.json).write_text(json.dumps(payload, indent=2))
     return 0
 
@@ -262,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_envs()
         if args.command == "algos":
             return _cmd_algos()
+        if args.command == "examples":
+            return _cmd_examples()
         if args.command == "evaluate":
             return _cmd_evaluate(args)
         return _cmd_train(args)

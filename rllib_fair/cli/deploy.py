@@ -4,18 +4,36 @@ The trained policy is deployed in a fresh environment for ``steps`` steps (one e
 ended early only by the environment's own termination) on each of ``seeds`` seeds; per
 seed we record the cumulative reward, the mean over time of the true per-step disparity
 (|Delta_t| over the last ``window`` decisions, true labels) and the final long-term gap;
-the report gives mean +- std over seeds. Actions are greedy (argmax of the policy)
-unless ``explore`` is set, in which case they are sampled with a seeded generator.
+the report gives mean +- std over seeds.
+
+Each deployment runs through an RLlib ``SingleAgentEnvRunner`` built from the
+checkpoint's config, so observations and actions pass the module's own connectors
+(observation preprocessing, action unsquashing and clipping for continuous actions)
+exactly as in training. Actions are greedy (the mode of the policy's action
+distribution) unless ``explore`` is set, in which case they are sampled as in training,
+with randomness seeded by the deployment seed.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from rllib_fair.fairness import Ledger, WindowedDisparity
+
+GREEDY_NOTE = (
+    "greedy (the most likely action); training metrics come from sampled actions, so a "
+    "policy whose fairness lives in its action probabilities can look less fair here: "
+    "pass --explore to deploy it as it was trained"
+)
+EXPLORE_NOTE = "sampled from the policy as in training (--explore), seeded per deployment"
+
+
+class DeployError(ValueError):
+    """A checkpoint, notion or path that cannot be deployed; the message is one line."""
 
 
 @dataclass
@@ -27,6 +45,35 @@ class DeployResult:
     cumulative_reward: float
     mean_disparity: float
     final_gap: float
+
+
+def find_checkpoint(path: str | Path) -> Path:
+    """The algorithm checkpoint a path names: itself, or the newest one under it.
+
+    Accepts a checkpoint folder, a trial folder (``checkpoint_*`` inside) or an
+    experiment folder (trial folders inside); relative paths are resolved against the
+    current directory.
+
+    Raises:
+        DeployError: one line naming the path and what was expected.
+    """
+    p = Path(path).expanduser().resolve()
+    if not p.is_dir():
+        raise DeployError(f"CHECKPOINT: {str(path)!r} is not a folder")
+    if (p / "algorithm_state.pkl").exists() or (p / "rllib_checkpoint.json").exists():
+        return p
+    found = [
+        c
+        for c in list(p.glob("checkpoint_*")) + list(p.glob("*/checkpoint_*"))
+        if c.is_dir() and (c / "algorithm_state.pkl").exists()
+    ]
+    if not found:
+        raise DeployError(
+            f"CHECKPOINT: no algorithm checkpoint in or under {str(path)!r}; valid: a "
+            "checkpoint folder, a trial folder with checkpoint_* folders, or an experiment "
+            "folder (run with checkpoint_config: {checkpoint_at_end: true})"
+        )
+    return max(found, key=lambda c: (c.stat().st_mtime, c.name))
 
 
 def deploy(
@@ -41,13 +88,25 @@ def deploy(
     """Deploys the checkpoint's policy; returns the runs and a mean +- std summary."""
     from ray.rllib.algorithms.algorithm import Algorithm
 
-    algo = Algorithm.from_checkpoint(checkpoint)
+    algo = Algorithm.from_checkpoint(str(find_checkpoint(checkpoint)))
     try:
         return deploy_algorithm(
             algo, steps=steps, seeds=seeds, window=window, notion=notion, explore=explore
         )
     finally:
         algo.stop()
+
+
+def check_notion(env_id: str, notion: str) -> None:
+    """Raises DeployError if the env cannot measure ``notion``."""
+    from rllib_fair.rllib.config import _env_meta
+
+    meta = _env_meta(env_id)
+    if meta is not None and notion not in meta["supported_notions"]:
+        raise DeployError(
+            f"--notion: {notion!r} cannot be measured on {env_id!r}; valid choices: "
+            f"{', '.join(meta['supported_notions'])}"
+        )
 
 
 def deploy_algorithm(
@@ -60,45 +119,36 @@ def deploy_algorithm(
     explore: bool = False,
 ) -> tuple[list[DeployResult], dict]:
     """Deploys a built (trained or restored) algorithm's policy; see :func:`deploy`."""
-    import gymnasium as gym
-    import torch
-    from ray.rllib.core.columns import Columns
-
-    import rllib_fair  # noqa: F401  (registers the env ids)
-
     cfg = algo.config
     notion = notion or cfg.resolved_fairness_notion()
+    check_notion(cfg.env, notion)
     window = window if window is not None else getattr(cfg, "fairness_disparity_window", None)
-    module = algo.get_module()
-    env_config = dict(cfg.env_config or {})
-    env_config["max_steps"] = steps
+    weights = algo.learner_group.get_state(components=["learner/rl_module"], inference_only=True)[
+        "learner"
+    ]["rl_module"]
     runs = []
     for seed in range(seeds):
-        env = gym.make(cfg.env, **env_config)
-        obs, info = env.reset(seed=seed)
-        gen = torch.Generator().manual_seed(seed)
-        n_groups = info["fairness"].shape[-1]
+        runner = _deployment_runner(cfg, seed=seed, steps=steps)
+        try:
+            runner.set_state({"rl_module": weights})
+            (episode,) = runner.sample(num_episodes=1, explore=explore, force_reset=True)[:1]
+        finally:
+            runner.stop()
+        infos = episode.get_infos()[1:]
+        if not infos or "fairness" not in infos[0]:
+            raise DeployError(
+                f"CHECKPOINT: env {cfg.env!r} puts no 'fairness' counts into info; nothing "
+                "to measure"
+            )
+        n_groups = infos[0]["fairness"].shape[-1]
         ledger = Ledger(notion, n_groups)
         disparity = WindowedDisparity(notion, n_groups, window=window)
-        total, gaps, t, done = 0.0, [], 0, False
-        while not done:
-            with torch.no_grad():
-                out = module.forward_inference(
-                    {Columns.OBS: torch.as_tensor(obs, dtype=torch.float32)[None]}
-                )
-                logits = out[Columns.ACTION_DIST_INPUTS][0]
-                if explore:
-                    action = int(torch.multinomial(torch.softmax(logits, -1), 1, generator=gen))
-                else:
-                    action = int(torch.argmax(logits))
-            obs, reward, terminated, truncated, info = env.step(action)
-            total += float(reward)
+        gaps = []
+        for info in infos:
             ledger.update(info["fairness"])
             gaps.append(disparity.update(info["fairness"]))
-            t += 1
-            done = terminated or truncated
-        env.close()
-        runs.append(DeployResult(seed, t, total, float(np.mean(gaps)), ledger.bias()))
+        total = float(np.sum(episode.get_rewards()))
+        runs.append(DeployResult(seed, len(episode), total, float(np.mean(gaps)), ledger.bias()))
     summary = {}
     for key in ("cumulative_reward", "mean_disparity", "final_gap", "steps"):
         values = np.array([getattr(r, key) for r in runs], dtype=np.float64)
@@ -106,7 +156,25 @@ def deploy_algorithm(
     summary["notion"] = notion
     summary["window"] = window
     summary["seeds"] = seeds
+    summary["actions"] = "sampled" if explore else "greedy"
     return runs, summary
+
+
+def _deployment_runner(cfg, *, seed: int, steps: int):
+    """A local env runner of the checkpoint's config: one env, ``steps`` long, seeded."""
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+    c = cfg.copy(copy_frozen=False)
+    env_config = dict(c.env_config or {})
+    env_config["max_steps"] = steps
+    c.environment(env_config=env_config)
+    c.env_runners(num_env_runners=0, num_envs_per_env_runner=1)
+    c.debugging(seed=seed)
+    # Deployment measures with true labels and needs no training-time callbacks (they
+    # would remove the labels of rejected applicants from the infos).
+    c.callbacks_class = RLlibCallback
+    return SingleAgentEnvRunner(config=c)
 
 
 def format_summary(summary: dict) -> str:
@@ -116,10 +184,12 @@ def format_summary(summary: dict) -> str:
         m, s = summary[key]["mean"], summary[key]["std"]
         return f"{m:.4f} +- {s:.4f}" if math.isfinite(m) else "-"
 
+    note = EXPLORE_NOTE if summary.get("actions") == "sampled" else GREEDY_NOTE
     return "\n".join(
         [
             f"deployment over {summary['seeds']} seeds ({summary['notion']}, window "
             f"{summary['window']}):",
+            f"  actions: {note}",
             f"  cumulative reward      {pm('cumulative_reward')}",
             f"  mean true disparity    {pm('mean_disparity')}",
             f"  final long-term gap    {pm('final_gap')}",

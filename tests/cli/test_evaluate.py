@@ -72,3 +72,78 @@ def test_evaluate_bad_input(tmp_path, capsys, argv, message):
 def test_evaluate_missing_checkpoint(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "nope")]) == 2
     assert "CHECKPOINT" in capsys.readouterr().err
+
+
+@pytest.mark.ray
+def test_evaluate_relative_trial_and_experiment_folders(checkpoint, tmp_path, capsys, monkeypatch):
+    """A relative path, a trial folder and an experiment folder all find the checkpoint."""
+    import shutil
+
+    trial = tmp_path / "exp" / "PPO_trial_0"
+    shutil.copytree(checkpoint, trial / "checkpoint_000000")
+    monkeypatch.chdir(tmp_path)
+    for given in ("exp/PPO_trial_0/checkpoint_000000", "exp/PPO_trial_0", "exp"):
+        assert main(["evaluate", given, "--steps", "50", "--seeds", "1"]) == 0
+        out = capsys.readouterr().out
+        assert f"checkpoint: {trial / 'checkpoint_000000'}" in out
+        assert "actions: greedy" in out and "--explore" in out
+
+
+@pytest.mark.ray
+def test_evaluate_explore_says_so_and_is_seeded(checkpoint, tmp_path, capsys):
+    runs = []
+    for name in ("a.json", "b.json"):
+        argv = ["evaluate", str(checkpoint), "--steps", "200", "--seeds", "2", "--explore"]
+        assert main([*argv, "--json", str(tmp_path / name)]) == 0
+        assert "actions: sampled from the policy" in capsys.readouterr().out
+        runs.append(json.loads((tmp_path / name).read_text())["runs"])
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.ray
+def test_evaluate_refuses_a_notion_the_env_cannot_measure(checkpoint, capsys):
+    argv = ["evaluate", str(checkpoint), "--steps", "50", "--seeds", "1", "--notion"]
+    assert main([*argv, "benefit_rate"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "'benefit_rate' cannot be measured on 'fair/LendingFICO-v0'" in err[0]
+
+
+def test_evaluate_json_folder_checked_first(checkpoint, tmp_path, capsys):
+    argv = ["evaluate", str(checkpoint), "--json", str(tmp_path / "missing" / "x.json")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--json" in err[0] and "does not exist" in err[0]
+
+
+def test_evaluate_folder_without_checkpoint(tmp_path, capsys):
+    (tmp_path / "trial").mkdir()
+    assert main(["evaluate", str(tmp_path)]) == 2
+    assert "no algorithm checkpoint in or under" in capsys.readouterr().err
+
+
+@pytest.mark.ray
+def test_evaluate_continuous_action_checkpoint(ray_session, tmp_path, capsys):
+    """Attention's Box actions go through the module's action distribution and connectors."""
+    cfg = (
+        get_config_class("PPO")()
+        .environment("fair/Attention-v0", env_config={"max_steps": 50})
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .debugging(seed=0)
+    )
+    algo = cfg.build_algo()
+    try:
+        algo.train()
+        algo.save_to_path(str(tmp_path / "ckpt"))
+    finally:
+        algo.stop()
+    out = tmp_path / "eval.json"
+    argv = ["evaluate", str(tmp_path / "ckpt"), "--steps", "30", "--seeds", "2"]
+    assert main([*argv, "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["summary"]["notion"] == "benefit_rate"
+    for run in data["runs"]:
+        assert run["steps"] == 30
+        assert math.isfinite(run["cumulative_reward"]) and math.isfinite(run["final_gap"])

@@ -161,6 +161,8 @@ def _fmt(value: Any) -> str:
     """Short one-line repr of a user value for error messages."""
     try:
         arr = np.asarray(value)
+        if arr.ndim == 0 and arr.dtype.kind in "biuf":
+            return repr(arr.item())  # 1e+300, not array2string's 1.e+300
         if arr.dtype.kind in "biuf" and arr.size <= 32:
             return np.array2string(arr, separator=", ", max_line_width=10_000).replace("\n", "")
     except Exception:  # noqa: BLE001 - any unprintable value falls back to repr
@@ -233,7 +235,7 @@ def as_positive(
     if not isinstance(value, (str, bytes, bool, np.bool_)):
         try:
             out = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             pass
     if not out <= maximum or out < 0.0 or (out == 0.0 and not allow_zero):
         low = "[0" if allow_zero else "(0"

@@ -80,7 +80,14 @@ class RPPOConfig(FairPPOConfig):
 
 
 def _non_negative(key: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    # `not value >= 0` also rejects NaN (every comparison with NaN is False); inf is
+    # rejected explicitly: an infinite weight turns losses and advantages into NaN.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not value >= 0
+        or value == float("inf")
+    ):
         raise ValueError(f"{key}: {value!r} is invalid; valid: a number >= 0")
 
 

@@ -19,17 +19,28 @@ A config value may be a grid, ``{grid_search: [v1, v2, ...]}``: one trial per gr
 point, then the SELLF paper's selection rule (Alg. 2) picks one configuration; an
 optional ``selection:`` block sets its metric and omega (see :mod:`rllib_fair.cli.sweep`).
 
-Everything is checked here before anything runs; a problem raises
+Everything is checked here before anything runs (no Ray, no folder): a problem raises
 :class:`ExperimentError` whose message is one line naming the key, the bad value and
 the valid choices.
+
+Trust model: the file is data. The loader is a YAML safe loader that also rejects
+explicit tags (``!!python/...`` and every other ``!tag``) and duplicate keys; ``env:``
+must be an id already registered with gymnasium, never ``module:id`` (gymnasium would
+import the module); ``run:`` must be a registered algorithm name. Nothing named in the
+file is imported or executed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import difflib
 import logging
 import math
+import os
 import re
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,12 +102,59 @@ CONFIG_TRANSLATIONS = {
 }
 
 
+class _DataOnlyError(yaml.YAMLError):
+    """A YAML construct a data file may not use (a duplicate key, an explicit tag)."""
+
+    def __init__(self, problem: str, mark) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.problem_mark = mark
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads ``1e9`` and ``5e-5`` as floats (YAML 1.2).
+    """SafeLoader for data files: floats like ``5e-5``, no duplicate keys, no tags.
 
     PyYAML follows YAML 1.1, where a float needs a dot and a signed exponent, so
-    ``lr: 5e-5`` or ``{min: 1e9}`` would silently become strings.
+    ``lr: 5e-5`` or ``{min: 1e9}`` would silently become strings; the YAML 1.2 form is
+    added here. A mapping that repeats a key (a second ``config:`` block, two
+    experiments with one name) would silently keep the last value; it is an error.
+    Explicit tags (``!!python/object``, ``!!binary``, ``!custom``...) are errors too:
+    a data file has no use for them.
     """
+
+    def compose_node(self, parent, index):
+        """Rejects explicit tags before composing a node."""
+        event = self.peek_event()
+        tag = getattr(event, "tag", None)
+        if tag is not None and not isinstance(event, yaml.AliasEvent) and tag != "!":
+            raise _DataOnlyError(
+                f"tag {tag!r} is not allowed (the file is data: plain values, lists and "
+                "mappings only)",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):
+        """Rejects a key that appears twice in one mapping (merge keys ``<<`` aside)."""
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue  # SafeLoader reports unhashable keys itself
+                line = key_node.start_mark.line + 1
+                if key in first_line:
+                    raise _DataOnlyError(
+                        f"duplicate key {key!r} (first at line {first_line[key]}); valid: "
+                        "each key once per mapping",
+                        key_node.start_mark,
+                    )
+                first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
 
 
 _Loader.add_implicit_resolver(
@@ -163,9 +221,11 @@ class Experiment:
 def parse_value(text: str) -> Any:
     """Parses a ``--config key=value`` right-hand side as YAML (numbers, lists, ...)."""
     try:
-        return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
-    except yaml.YAMLError:
+        value = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
+        _check_expansion(value)
+    except (yaml.YAMLError, RecursionError):
         return text
+    return value
 
 
 def parse_overrides(items: list[str] | None, flag: str) -> dict[str, Any]:
@@ -185,7 +245,20 @@ def load_experiments(path: str | Path) -> dict[str, dict]:
     if not path.is_file():
         raise ExperimentError(f"FILE: {str(path)!r} does not exist or is not a file")
     try:
-        data = yaml.load(path.read_text(), Loader=_Loader)  # _Loader is a SafeLoader
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ExperimentError(f"FILE: {str(path)!r} cannot be read: {_first_line(e)}") from None
+    try:
+        data = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
+        _check_expansion(data)
+    except RecursionError:
+        raise ExperimentError(
+            f"FILE: {str(path)!r} is nested too deeply; valid: ordinary nesting depths"
+        ) from None
+    except _DataOnlyError as e:
+        mark = e.problem_mark
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ExperimentError(f"FILE: {str(path)!r}{where}: {e.problem}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -198,6 +271,7 @@ def load_experiments(path: str | Path) -> dict[str, dict]:
             f"{type(data).__name__}"
         )
     for name, spec in data.items():
+        _check_experiment_name(name)
         if not isinstance(spec, dict):
             raise ExperimentError(
                 f"{name}: experiment spec must be a mapping with keys "
@@ -206,13 +280,71 @@ def load_experiments(path: str | Path) -> dict[str, dict]:
     return data
 
 
+#: Most values (scalars, lists and mappings, counted with every alias expanded) a file
+#: may hold; YAML aliases can otherwise describe exponentially large data in a few lines.
+MAX_VALUES = 100_000
+
+
+def _check_expansion(data: Any) -> None:
+    """Rejects recursive data (an alias inside its own anchor) and alias bombs."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(value: Any) -> int:
+        if not isinstance(value, (dict, list)):
+            return 1
+        key = id(value)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise _DataOnlyError("an alias refers to its own anchor (recursive data)", None)
+        active.add(key)
+        children = list(value.items()) if isinstance(value, dict) else value
+        total = 1
+        for child in children:
+            total += size(child[1]) + 1 if isinstance(value, dict) else size(child)
+            if total > MAX_VALUES:
+                raise _DataOnlyError(
+                    f"holds more than {MAX_VALUES:,} values once aliases are expanded", None
+                )
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    size(data)
+
+
+def _check_experiment_name(name: Any) -> None:
+    """The name becomes a folder under the storage path: a plain, non-empty name."""
+    if (
+        not isinstance(name, str)
+        or not name.strip()
+        or name in (".", "..")
+        or any(c in name for c in "/\\\0")
+    ):
+        raise ExperimentError(
+            f"FILE: experiment name {name!r} is invalid; valid: a non-empty string without "
+            "'/' or '\\' (it names the results folder), other than '.' and '..'"
+        )
+
+
 def _number(key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not _is_number(value) or not _finite(value):
         raise ExperimentError(f"{key}: {value!r} is not a finite number")
     return float(value)
 
 
+def _finite(value: int | float) -> bool:
+    """``math.isfinite`` that is also False (not OverflowError) for ints beyond float range."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _result_key(section: str, key: str) -> str:
+    if not isinstance(key, str):
+        raise ExperimentError(f"{section}: key {key!r} is invalid; valid: a result key (a string)")
     key = LEGACY_RESULT_KEYS.get(key, key)
     if key in BUDGET_KEYS or key.startswith(RESULT_PREFIXES):
         return key
@@ -261,14 +393,255 @@ def _parse_criteria(block: Any) -> list[Criterion]:
             raise ExperimentError(
                 f"pass_criteria.{key}: {bound!r} is invalid; valid: {{min: x}}, {{max: x}} or both"
             )
-        out.append(
-            Criterion(
-                rkey,
-                _number(f"pass_criteria.{key}.min", bound["min"]) if "min" in bound else None,
-                _number(f"pass_criteria.{key}.max", bound["max"]) if "max" in bound else None,
-            )
+        crit = Criterion(
+            rkey,
+            _number(f"pass_criteria.{key}.min", bound["min"]) if "min" in bound else None,
+            _number(f"pass_criteria.{key}.max", bound["max"]) if "max" in bound else None,
         )
+        if crit.minimum is not None and crit.maximum is not None and crit.minimum > crit.maximum:
+            raise ExperimentError(
+                f"pass_criteria.{key}: {bound!r} can never hold (min > max); valid: min <= max"
+            )
+        out.append(crit)
     return out
+
+
+# ----------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """A check of one setting's value and the text naming what is valid."""
+
+    ok: Callable[[Any], bool]
+    valid: str
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _real(
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    strict: bool = False,
+    none: bool = False,
+) -> _Rule:
+    """A finite number ``>= low`` (``> low`` if ``strict``) and ``<= high``; or null."""
+
+    def ok(value: Any) -> bool:
+        if value is None:
+            return none
+        if not _is_number(value) or not _finite(value):
+            return False
+        if low is not None and (value <= low if strict else value < low):
+            return False
+        return high is None or value <= high
+
+    if low is not None and high is not None:
+        text = f"a number in {'(' if strict else '['}{low:g}, {high:g}]"
+    elif low is not None:
+        text = f"a finite number {'>' if strict else '>='} {low:g}"
+    else:
+        text = "a finite number"
+    return _Rule(ok, text + (" or null" if none else ""))
+
+
+def _integer(low: int, *, none: bool = False, also: tuple[str, ...] = ()) -> _Rule:
+    """An integer ``>= low`` (bools and floats rejected), one of ``also``, or null."""
+
+    def ok(value: Any) -> bool:
+        if value is None:
+            return none
+        if isinstance(value, str):
+            return value in also
+        return _is_int(value) and value >= low
+
+    extra = [repr(a) for a in also] + (["null"] if none else [])
+    return _Rule(ok, f"an integer >= {low}" + "".join(f" or {e}" for e in extra))
+
+
+def _schedule_or(rule: _Rule) -> _Rule:
+    """``rule`` or an RLlib schedule ``[[0, v0], [t1, v1], ...]`` with finite values >= 0."""
+
+    def is_timestep(t: Any) -> bool:
+        return _is_number(t) and _finite(t) and t >= 0 and float(t).is_integer()
+
+    def ok(value: Any) -> bool:
+        if not isinstance(value, list):
+            return rule.ok(value)
+        if len(value) < 2:
+            return False
+        last = -1.0
+        for pair in value:
+            if not isinstance(pair, list) or len(pair) != 2 or not is_timestep(pair[0]):
+                return False
+            if pair[0] < last or not _real(0).ok(pair[1]):
+                return False
+            last = pair[0]
+        return value[0][0] == 0
+
+    return _Rule(
+        ok,
+        f"{rule.valid}, or a schedule [[0, v0], [t1, v1], ...] of at least two [timestep, "
+        "value] pairs (integer timesteps from 0, non-decreasing; finite values >= 0)",
+    )
+
+
+def _positive_int_list(value: Any) -> bool:
+    return isinstance(value, list) and all(_is_int(v) and v > 0 for v in value)
+
+
+_ACTIVATIONS = ("relu", "tanh", "elu", "swish", "silu", "linear")
+
+
+def _activation(value: Any) -> bool:
+    """What RLlib's torch ``get_activation_fn`` accepts for a layer: a name or null."""
+    if value is None:
+        return True
+    if not isinstance(value, str):
+        return False
+    if value.lower() in _ACTIVATIONS:
+        return True
+    from torch import nn
+
+    cls = getattr(nn, value, None)
+    return isinstance(cls, type) and cls.__module__ == "torch.nn.modules.activation"
+
+
+_POSITIVE = _real(0, strict=True)
+_NON_NEGATIVE = _real(0)
+_UNIT = _real(0, 1)
+_HIDDENS = _Rule(_positive_int_list, "a list of positive integers (layer sizes), e.g. [64, 64]")
+_ACTIVATION = _Rule(
+    _activation,
+    f"one of {', '.join(_ACTIVATIONS)} (or a torch.nn activation class name such as GELU)",
+)
+
+#: Checks of config settings (attribute names, after CONFIG_TRANSLATIONS), applied to
+#: every value and grid value before RLlib sees it. Settings not listed here get a type
+#: check against their default (a number for numbers, true/false for booleans).
+CONFIG_RULES: dict[str, _Rule] = {
+    "lr": _schedule_or(_POSITIVE),
+    "entropy_coeff": _schedule_or(_NON_NEGATIVE),
+    "gamma": _UNIT,
+    "lambda_": _UNIT,
+    "clip_param": _POSITIVE,
+    "vf_clip_param": _POSITIVE,
+    "vf_loss_coeff": _NON_NEGATIVE,
+    "kl_coeff": _NON_NEGATIVE,
+    "kl_target": _POSITIVE,
+    "grad_clip": _real(0, strict=True, none=True),
+    "train_batch_size_per_learner": _integer(1),
+    "train_batch_size": _integer(1),
+    "minibatch_size": _integer(1),
+    "num_epochs": _integer(1),
+    "num_env_runners": _integer(0),
+    "num_envs_per_env_runner": _integer(1),
+    "num_learners": _integer(0),
+    "rollout_fragment_length": _integer(1, also=("auto",)),
+    "seed": _integer(0, none=True),
+    "evaluation_duration": _integer(1, also=("auto",)),
+    "evaluation_num_env_runners": _integer(0),
+    "evaluation_interval": _integer(0, none=True),
+    "batch_mode": _Rule(
+        lambda v: v in ("truncate_episodes", "complete_episodes"),
+        "'truncate_episodes' or 'complete_episodes'",
+    ),
+    "framework_str": _Rule(lambda v: v == "torch", "'torch' (the only framework supported)"),
+    "num_cpus_per_env_runner": _NON_NEGATIVE,
+    "num_gpus_per_learner": _NON_NEGATIVE,
+    "fairness_smoothing": _NON_NEGATIVE,
+}
+
+#: RLlib's DEPRECATED_VALUE: the default of settings it still stores but never reads.
+_DEPRECATED_VALUE = -1
+
+#: Settings whose values RLlib imports (a string is taken as ``module.Class``), calls or
+#: puts into the workers' environment variables: never from a data file.
+CODE_SETTINGS = frozenset(
+    {
+        "callbacks_class",
+        "sample_collector",
+        "policies",
+        "policy_mapping_fn",
+        "policies_to_train",
+        "observation_fn",
+        "algo_class",
+        "stats_cls_lookup",
+        "logger_config",
+        "rl_module_spec",
+        "extra_python_environs_for_driver",
+        "extra_python_environs_for_worker",
+        "replay_buffer_config",
+    }
+)
+CODE_SETTING_SUFFIXES = re.compile(r"(_cls|_class|_fn|_creator|_connector)$")
+#: Offline RL settings: read or write data files instead of sampling the env.
+OFFLINE_IO_SETTINGS = frozenset(
+    {"input_", "output", "input_read_method", "output_write_method", "input_config"}
+)
+
+#: Checks of ``model_config`` entries; other entries get the type check against the
+#: default of RLlib's ``DefaultModelConfig``.
+MODEL_RULES: dict[str, _Rule] = {
+    "fcnet_hiddens": _HIDDENS,
+    "head_fcnet_hiddens": _HIDDENS,
+    "fusionnet_hiddens": _HIDDENS,
+    "predictor_hiddens": _Rule(_positive_int_list, "a list of positive integers ([] allowed)"),
+    "fcnet_activation": _ACTIVATION,
+    "head_fcnet_activation": _ACTIVATION,
+    "conv_activation": _ACTIVATION,
+    "fusionnet_activation": _ACTIVATION,
+    "max_seq_len": _integer(1),
+    "lstm_cell_size": _integer(1),
+    "log_std_clip_param": _POSITIVE,
+}
+
+
+def _non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+    """``(path, x)`` of the first NaN or infinite float inside ``value``, else None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value)
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for k, v in items:
+        found = _non_finite(v, f"{path}.{k}" if isinstance(k, str) else f"{path}[{k}]")
+        if found is not None:
+            return found
+    return None
+
+
+def _check_value(where: str, value: Any, rule: _Rule | None, default: Any) -> None:
+    """One setting: finite numbers, then its rule, else the type of its default."""
+    bad = _non_finite(value)
+    if bad is not None:
+        if not bad[0]:
+            valid = rule.valid if rule is not None else "a finite number"
+        else:
+            valid = "finite numbers"
+        raise ExperimentError(f"{where}{bad[0]}: {bad[1]!r} is not finite; valid: {valid}")
+    if rule is not None:
+        if not rule.ok(value):
+            raise ExperimentError(f"{where}: {value!r} is invalid; valid: {rule.valid}")
+        return
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ExperimentError(f"{where}: {value!r} is invalid; valid: true or false")
+    elif _is_number(default) and value is not None and not _is_number(value):
+        raise ExperimentError(
+            f"{where}: {value!r} ({type(value).__name__}) is invalid; valid: a number "
+            f"(default {default!r})"
+        )
 
 
 def _check_env(env: Any) -> str:
@@ -277,19 +650,27 @@ def _check_env(env: Any) -> str:
     import rllib_fair  # noqa: F401  (registers the fair/* ids)
     from rllib_fair.envs import ENV_IDS
 
+    valid = f"valid choices: {', '.join(ENV_IDS)} (or an id registered with gymnasium from Python)"
     if not isinstance(env, str) or not env:
-        raise ExperimentError(f"env: {env!r} is invalid; valid choices: {', '.join(ENV_IDS)}")
-    env_id = env.split(":", 1)[1] if ":" in env else env
-    if env_id not in gym.registry:
+        raise ExperimentError(f"env: {env!r} is invalid; {valid}")
+    if ":" in env:
         raise ExperimentError(
-            f"env: unknown environment {env!r}; valid choices: {', '.join(ENV_IDS)} "
-            "(or any registered gymnasium id)"
+            f"env: {env!r} is not allowed: a 'module:id' env makes gymnasium import the module "
+            f"(YAML files are data); {valid}"
         )
+    if env not in gym.registry:
+        raise ExperimentError(f"env: unknown environment {env!r}; {valid}")
     return env
 
 
 def build_config(run: str, env: str, env_config: dict, config: dict):
-    """Creates the algorithm's config and applies ``config`` key by key, strictly."""
+    """Creates the algorithm's config and applies ``config`` key by key, strictly.
+
+    Every key must be a setting of the algorithm's config class and every value must
+    pass :data:`CONFIG_RULES` (or the type of the setting's default) before RLlib's
+    ``update_from_dict`` sees it; ``model_config`` entries are checked against RLlib's
+    ``DefaultModelConfig`` plus the algorithm's own model keys.
+    """
     from rllib_fair.algorithms import get_config_class
 
     cfg = get_config_class(run)()
@@ -299,6 +680,8 @@ def build_config(run: str, env: str, env_config: dict, config: dict):
     cfg.env_runners(num_env_runners=0)
     clean: dict[str, Any] = {}
     for key, value in config.items():
+        if not isinstance(key, str):
+            raise ExperimentError(f"config: key {key!r} is invalid; valid: a setting name")
         if key in DEAD_CONFIG_KEYS:
             raise ExperimentError(
                 f"config.{key}: not used by RLlib 2.60's new API stack; use "
@@ -312,39 +695,255 @@ def build_config(run: str, env: str, env_config: dict, config: dict):
                 f"config.{key}: give {key} at the experiment level, not in config"
             )
         if attr == "model_config":
-            if not isinstance(value, dict):
-                raise ExperimentError(
-                    f"config.model_config: {value!r} is invalid; valid: a mapping "
-                    "(e.g. {fcnet_hiddens: [64, 64]})"
-                )
-            cfg.rl_module(model_config=dict(value))
+            cfg.rl_module(model_config=_checked_model_config(cfg, value))
             continue
-        if attr in SETTABLE_PROPERTIES:
-            clean[key] = value
-            continue
-        if attr.startswith("_") or attr not in vars(cfg) or callable(getattr(cfg, attr, None)):
+        _check_data_setting(key, attr, vars(cfg).get(attr))
+        if attr not in SETTABLE_PROPERTIES and (
+            attr.startswith("_") or attr not in vars(cfg) or callable(getattr(cfg, attr, None))
+        ):
             close = sorted(k for k in vars(cfg) if not k.startswith("_") and _similar(k, attr))
             hint = f"; did you mean {', '.join(close[:3])}?" if close else ""
             raise ExperimentError(
                 f"config.{key}: unknown setting for {run} ({type(cfg).__name__}){hint}"
             )
+        default = getattr(cfg, attr)
+        if type(default) is int and default == _DEPRECATED_VALUE and attr not in CONFIG_RULES:
+            raise ExperimentError(
+                f"config.{key}: deprecated in RLlib 2.60 (stored but never read); remove it"
+            )
+        _check_value(f"config.{key}", value, CONFIG_RULES.get(attr), default)
         clean[key] = value
     try:
         cfg.update_from_dict(clean)
     except Exception as e:  # RLlib raises on a few deprecated keys
         raise ExperimentError(f"config: {_first_line(e)}") from None
+    _check_batch_sizes(cfg)
     return cfg
 
 
-def _similar(a: str, b: str) -> bool:
-    import difflib
+def _check_data_setting(key: str, attr: str, default: Any) -> None:
+    """Rejects settings whose value RLlib imports, calls or reads/writes files with."""
+    if attr in OFFLINE_IO_SETTINGS:
+        raise ExperimentError(
+            f"config.{key}: offline data input/output is not available from a YAML file "
+            "(the CLI trains online, on the env); remove it"
+        )
+    if (
+        attr in CODE_SETTINGS
+        or CODE_SETTING_SUFFIXES.search(attr)
+        or isinstance(default, type)
+        or (callable(default) and not isinstance(default, (int, float, str)))
+    ):
+        raise ExperimentError(
+            f"config.{key}: takes Python code (a class, a function or an import path), which "
+            "a YAML file may not name; set it from Python instead"
+        )
 
+
+def _checked_model_config(cfg, value: Any) -> dict:
+    """``model_config`` with known keys and valid values only (did-you-mean on typos)."""
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    if not isinstance(value, dict):
+        raise ExperimentError(
+            f"config.model_config: {value!r} is invalid; valid: a mapping "
+            "(e.g. {fcnet_hiddens: [64, 64]})"
+        )
+    defaults = {f.name: f.default for f in dataclasses.fields(DefaultModelConfig)}
+    try:
+        own = dict(cfg._model_config_auto_includes)
+    except Exception:  # noqa: BLE001 - the env check reports what is wrong with the env
+        own = {}
+    known = {**defaults, **own}
+    for key, item in value.items():
+        if not isinstance(key, str) or key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ExperimentError(
+                f"config.model_config.{key}: unknown model setting (RLlib's "
+                f"DefaultModelConfig and {type(cfg).__name__}'s own keys){hint}"
+            )
+        default = known[key]
+        if default is dataclasses.MISSING:
+            default = None
+        _check_value(f"config.model_config.{key}", item, MODEL_RULES.get(key), default)
+    return dict(value)
+
+
+def _check_batch_sizes(cfg) -> None:
+    """``minibatch_size`` must fit in the train batch (checked before RLlib's wording)."""
+    mbs = getattr(cfg, "minibatch_size", None)
+    tbs = cfg.train_batch_size_per_learner
+    if _is_int(mbs) and _is_int(tbs) and mbs > tbs:
+        raise ExperimentError(
+            f"config.minibatch_size: {mbs} is invalid; valid: an integer in [1, "
+            f"train_batch_size_per_learner={tbs}]"
+        )
+
+
+def _similar(a: str, b: str) -> bool:
     return difflib.SequenceMatcher(None, a, b).ratio() > 0.75
 
 
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+# ------------------------------------------------------------------ metric keys
+
+
+def _fairness_forms(cfg, notion: str, groups: list[str] | None) -> list[tuple[str, ...]]:
+    """Every key tail ``fairness/<notion>/...`` reports (``""``: any group name)."""
+    from rllib_fair.fairness.notions import get_notion
+    from rllib_fair.rllib import keys
+    from rllib_fair.rllib.callbacks import _selective_notion
+
+    names = list(groups) if groups is not None else [""]
+    forms: list[tuple[str, ...]] = [
+        (k,)
+        for k in (
+            keys.BIAS,
+            keys.RATIO,
+            keys.STEP_DISPARITY_MEAN,
+            keys.EPISODE_BIAS_MEAN,
+            keys.NUM_STEPS,
+            keys.NUM_EPISODES,
+        )
+    ]
+    pairs = get_notion(notion).pair_names
+    for what in (keys.RATE, keys.SUPPLY, keys.DEMAND):
+        for g in names:
+            if len(pairs) == 1:
+                forms.append((what, g))
+            else:
+                forms.extend((what, pair, g) for pair in pairs)
+    if notion == _selective_notion(cfg):
+        predicts = bool(getattr(cfg, "provides_label_predictions", False))
+        sources = ("true", "accepted") + (("imputed",) if predicts else ())
+        forms.extend((keys.SELECTIVE, f"{s}_disparity_mean") for s in sources)
+        per_group = ("rejection_rate",) + (("predictor_error",) if predicts else ())
+        for what in per_group:
+            forms.extend((keys.SELECTIVE, what, g) for g in names[:2])
+    return forms
+
+
+def _describe_forms(forms: list[tuple[str, ...]], groups: list[str] | None) -> str:
+    shown: list[str] = []
+    for form in forms:
+        text = (
+            "/".join(form[:-1] + ("<group>",))
+            if len(form) > 1 and (groups is None or form[-1] in groups)
+            else "/".join(form)
+        )
+        if text not in shown:
+            shown.append(text)
+    where = f" with <group> in {', '.join(groups)}" if groups is not None else ""
+    return ", ".join(shown) + where
+
+
+def _check_metric_key(section: str, key: str, cfgs: list, groups: list[str] | None) -> None:
+    """A ``fairness/...`` (or ``evaluation/fairness/...``) key must be one a trial reports."""
+    tail = key[len("evaluation/") :] if key.startswith("evaluation/") else key
+    if not tail.startswith("fairness/"):
+        return
+    parts = tuple(tail.split("/")[1:])
+    for cfg in cfgs:
+        notions = cfg.fairness_notions_to_log() if cfg.fairness_metrics else []
+        if not notions:
+            raise ExperimentError(
+                f"{section}.{key}: no fairness metrics are reported (fairness_metrics is "
+                "false); valid: set fairness_metrics: true, or use a key outside fairness/"
+            )
+        notion = parts[0] if parts else ""
+        if notion not in notions:
+            raise ExperimentError(
+                f"{section}.{key}: notion {notion!r} is not reported by this config; valid "
+                f"notions: {', '.join(notions)} (fairness_notion plus fairness_log_notions)"
+            )
+        forms = _fairness_forms(cfg, notion, groups)
+        rest = parts[1:]
+        if not any(
+            len(f) == len(rest) and all(a == b or a == "" for a, b in zip(f, rest)) for f in forms
+        ):
+            raise ExperimentError(
+                f"{section}.{key}: not a metric of notion {notion!r}; valid: fairness/{notion}/ "
+                f"followed by one of {_describe_forms(forms, groups)}"
+            )
+
+
+# ------------------------------------------------------------------ other checks
+
+
+def validate_cli_flags(
+    *,
+    num_cpus: Any = None,
+    num_env_runners: Any = None,
+    seed: Any = None,
+) -> None:
+    """Checks the ``train`` command's resource and seed flags (None: not given).
+
+    Raises:
+        ExperimentError: one line naming the flag, the bad value and the valid range.
+    """
+    for flag, value, low in (
+        ("--num-cpus", num_cpus, 1),
+        ("--num-env-runners", num_env_runners, 0),
+        ("--seed", seed, 0),
+    ):
+        if value is not None and (not _is_int(value) or value < low):
+            raise ExperimentError(f"{flag}: {value!r} is invalid; valid: an integer >= {low}")
+
+
+def _check_storage_path(key: str, path: Any, name: str) -> None:
+    """The results folder must be creatable and writable; checked without creating it."""
+    if not isinstance(path, str) or not path.strip() or "\0" in path:
+        raise ExperimentError(f"{key}: {path!r} is invalid; valid: a folder path")
+    folder = Path(os.path.abspath(os.path.expanduser(path)))
+    for target in (folder, folder / name):
+        if target.exists() and not target.is_dir():
+            raise ExperimentError(
+                f"{key}: {path!r} is invalid: {str(target)!r} exists and is not a folder; "
+                "valid: a folder path (existing or not)"
+            )
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ExperimentError(
+            f"{key}: {path!r} is invalid: {str(probe)!r} is a file, so no folder can be "
+            "created below it; valid: a folder path"
+        )
+    writable = os.access(probe, os.W_OK | os.X_OK)
+    with contextlib.suppress(OSError, AttributeError):
+        writable = writable and not os.statvfs(probe).f_flag & os.ST_RDONLY
+    if not writable:
+        raise ExperimentError(
+            f"{key}: {path!r} is not writable ({str(probe)!r} does not allow creating "
+            "files); valid: a folder you can write to"
+        )
+
+
+def _check_checkpoint_config(ckpt: Any) -> dict[str, Any]:
+    if ckpt is None:
+        ckpt = {}
+    if not isinstance(ckpt, dict):
+        raise ExperimentError(f"checkpoint_config: must be a mapping, got {ckpt!r}")
+    rules = {
+        "checkpoint_frequency": _integer(0),
+        "num_to_keep": _integer(1, none=True),
+        "checkpoint_at_end": _Rule(lambda v: isinstance(v, bool), "true or false"),
+    }
+    for key, value in ckpt.items():
+        if key not in rules:
+            raise ExperimentError(
+                f"checkpoint_config.{key}: unknown key; valid keys: {', '.join(sorted(rules))}"
+            )
+        if not rules[key].ok(value):
+            raise ExperimentError(
+                f"checkpoint_config.{key}: {value!r} is invalid; valid: {rules[key].valid}"
+            )
+    return dict(ckpt)
 
 
 def validate_experiment(
@@ -357,9 +956,19 @@ def validate_experiment(
     seed: int | None = None,
     storage_path: str | None = None,
 ) -> Experiment:
-    """Checks one experiment spec (plus command-line overrides) and builds its config."""
+    """Checks one experiment spec (plus command-line overrides) and builds its config.
+
+    Nothing is started or written: the env is built once in this process to check
+    ``env_config`` (and closed), and the storage path is only inspected.
+    """
     from rllib_fair.algorithms import get_spec
 
+    _check_experiment_name(name)
+    bad_keys = [k for k in spec if not isinstance(k, str)]
+    if bad_keys:
+        raise ExperimentError(
+            f"{name}: key {bad_keys[0]!r} is invalid; valid keys: {', '.join(TOP_LEVEL_KEYS)}"
+        )
     unknown = sorted(set(spec) - set(TOP_LEVEL_KEYS))
     if unknown:
         raise ExperimentError(
@@ -387,16 +996,15 @@ def validate_experiment(
             f"env_config: must be a mapping of constructor arguments, got {env_config!r}"
         )
     env_config = dict(env_config)
+    for key, value in env_config.items():
+        if not isinstance(key, str):
+            raise ExperimentError(f"env_config: key {key!r} is invalid; valid: an argument name")
+        _check_value(f"env_config.{key}", value, None, None)
     config.update(config_overrides or {})
+    validate_cli_flags(num_env_runners=num_env_runners, seed=seed)
     if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ExperimentError(f"--seed: {seed!r} is invalid; valid: an integer >= 0")
         config["seed"] = seed
     if num_env_runners is not None:
-        if num_env_runners < 0:
-            raise ExperimentError(
-                f"--num-env-runners: {num_env_runners!r} is invalid; valid: an integer >= 0"
-            )
         config["num_env_runners"] = num_env_runners
     from rllib_fair.cli.sweep import SweepError, parse_selection, split_grid
 
@@ -405,44 +1013,65 @@ def validate_experiment(
     except SweepError as e:
         raise ExperimentError(str(e)) from None
     cfg = _built_and_validated(run, env, env_config, config)
+    cfgs = [cfg]
     for key, values in grid.items():  # every grid value must pass like a single value
         for value in values[1:]:
             try:
-                _built_and_validated(run, env, env_config, {**config, key: value})
+                cfgs.append(_built_and_validated(run, env, env_config, {**config, key: value}))
             except ExperimentError as e:
                 msg = f"config.{key}.grid_search: {value!r} rejected: {e}"
                 raise ExperimentError(msg) from None
     selection = None
     if grid or spec.get("selection") is not None:
+        omega = spec["selection"].get("omega") if isinstance(spec.get("selection"), dict) else None
+        if _is_number(omega) and not _finite(omega):
+            raise ExperimentError(
+                f"selection.omega: {omega!r} is invalid; valid: a finite number >= 0"
+            )
         try:
             selection = parse_selection(spec.get("selection"), cfg)
         except SweepError as e:
             raise ExperimentError(str(e)) from None
-    _check_env_config(env, env_config)
+    groups = _check_env_config(env, env_config)
     stop = dict(spec.get("stop") or {})
     stop.update(stop_overrides or {})
+    parsed_stop = _parse_stop(stop)
+    criteria = _parse_criteria(spec.get("pass_criteria"))
+    for section, keys_ in (
+        ("stop", list(parsed_stop)),
+        ("pass_criteria", [c.metric for c in criteria]),
+        ("selection", [selection.disparity, selection.reward] if selection else []),
+    ):
+        for key in keys_:
+            _check_metric_key(section, key, cfgs, groups)
     num_samples = spec.get("num_samples", 1)
     if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
         raise ExperimentError(f"num_samples: {num_samples!r} is invalid; valid: an integer >= 1")
-    ckpt = spec.get("checkpoint_config") or {}
-    if not isinstance(ckpt, dict):
-        raise ExperimentError(f"checkpoint_config: must be a mapping, got {ckpt!r}")
-    valid_ckpt = {"checkpoint_frequency", "checkpoint_at_end", "num_to_keep"}
-    for key in ckpt:
-        if key not in valid_ckpt:
-            raise ExperimentError(
-                f"checkpoint_config.{key}: unknown key; valid keys: {', '.join(sorted(valid_ckpt))}"
-            )
+    ckpt = _check_checkpoint_config(spec.get("checkpoint_config"))
+    for key in ("storage_path", "local_dir"):
+        value = spec.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ExperimentError(f"{key}: {value!r} is invalid; valid: a folder path")
+    # The folder the runner will use (the same precedence as runner.run_experiment).
+    if storage_path is not None:
+        _check_storage_path("--storage-path", storage_path, name)
+    elif spec.get("storage_path"):
+        _check_storage_path("storage_path", spec["storage_path"], name)
+    elif spec.get("local_dir"):
+        _check_storage_path("local_dir", spec["local_dir"], name)
+    else:
+        _check_storage_path("storage_path (default)", "results", name)
+    storage = storage_path or spec.get("storage_path") or spec.get("local_dir")
     return Experiment(
         name=str(name),
         run=run,
         env=env,
         config=cfg,
-        stop=_parse_stop(stop),
-        pass_criteria=_parse_criteria(spec.get("pass_criteria")),
-        checkpoint_config=dict(ckpt),
+        stop=parsed_stop,
+        pass_criteria=criteria,
+        checkpoint_config=ckpt,
         num_samples=num_samples,
-        storage_path=storage_path or spec.get("storage_path") or spec.get("local_dir"),
+        storage_path=storage,
         grid=grid,
         selection=selection,
     )
@@ -490,14 +1119,32 @@ def _quiet_rllib():
         log.setLevel(level)
 
 
-def _check_env_config(env: str, env_config: dict) -> None:
-    """Builds the env once (cheap) so a bad env_config fails here, not in a runner."""
+def _check_env_config(env: str, env_config: dict) -> list[str] | None:
+    """Builds the env once (cheap) so a bad env_config fails here, not in a runner.
+
+    Returns:
+        The group names the fairness metrics will use (as the metrics callback names
+        them), or None when the env does not say.
+    """
     import gymnasium as gym
 
+    from rllib_fair.rllib.config import _env_meta
+
     try:
-        e = gym.make(env, **env_config)
-        e.close()
-    except TypeError as err:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            made = gym.make(env, **env_config)
+            n_groups = len(getattr(made.unwrapped, "GROUP_NAMES", ()) or ())
+            made.close()
+    except (TypeError, ValueError) as err:
         raise ExperimentError(f"env_config: {_first_line(err)}") from None
-    except ValueError as err:
-        raise ExperimentError(f"env_config: {_first_line(err)}") from None
+    except Exception as err:  # noqa: BLE001 - any failure of the env's constructor
+        raise ExperimentError(
+            f"env_config: building {env!r} failed with {type(err).__name__}: {_first_line(err)}"
+        ) from None
+    meta = _env_meta(env)
+    if meta is not None and n_groups == len(meta["group_names"]):
+        return list(meta["group_names"])
+    if n_groups:
+        return [f"group_{g}" for g in range(n_groups)]
+    return None

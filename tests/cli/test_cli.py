@@ -371,8 +371,13 @@ def test_bad_input_cases_differ_from_a_valid_file(tmp_path, results, capsys, no_
     with pytest.raises(AssertionError, match="before Ray or Tune start"):
         main(["train", str(path), "--as-test", "--storage-path", str(results)])
     assert capsys.readouterr().err == ""
+    # Another notion: its own gap is the fairness criterion (the old one is not reported).
     path = write_yaml(
-        tmp_path / "exp.yaml", changed((("config", "fairness_notion"), "demographic_parity"))
+        tmp_path / "exp.yaml",
+        changed(
+            (("config", "fairness_notion"), "demographic_parity"),
+            (("pass_criteria",), {"fairness/demographic_parity/bias": {"max": 1.0}}),
+        ),
     )
     with pytest.raises(AssertionError, match="before Ray or Tune start"):
         main(["train", str(path), "--storage-path", str(results)])

@@ -76,10 +76,40 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--notion", default=None, help="fairness notion (default: the config's)")
     e.add_argument("--explore", action="store_true", help="sample actions instead of argmax")
     e.add_argument("--json", default=None, help="also write the summary to this file")
+    c = sub.add_parser(
+        "compare",
+        help="table and plots of finished experiments, side by side (no retraining)",
+        formatter_class=fmt,
+    )
+    c.add_argument("results", nargs="+", help="experiment folders (or folders holding them)")
+    c.add_argument("--out", default=None, help="output folder (default: FIRST_RESULTS/compare)")
+    c.add_argument(
+        "--last", type=int, default=1, help="final value = mean of a trial's last N iterations"
+    )
+    c.add_argument("--no-plots", action="store_true", help="table, CSV and JSON only")
     sub.add_parser("envs", help="list the registered environments")
     sub.add_parser("algos", help="list the registered algorithms")
     sub.add_parser("examples", help="list the tuned-example YAML files of this checkout")
     return p
+
+
+def _cmd_compare(args) -> int:
+    from pathlib import Path
+
+    from rllib_fair.cli.compare import CompareError, compare
+
+    if args.last < 1:
+        return _error(f"--last: {args.last} is invalid; valid: an integer >= 1")
+    out = args.out or str(Path(args.results[0]) / "compare")
+    try:
+        result = compare(args.results, out, last=args.last, plots=not args.no_plots)
+    except CompareError as e:
+        return _error(str(e))
+    print(result["table"])
+    print(f"\nwritten: {result['out']}/compare.md, compare.csv, compare.json")
+    for fig in result["figures"]:
+        print(f"figure:  {fig}")
+    return 0
 
 
 def _version() -> str:
@@ -327,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_algos()
         if args.command == "examples":
             return _cmd_examples()
+        if args.command == "compare":
+            return _cmd_compare(args)
         if args.command == "evaluate":
             return _cmd_evaluate(args)
         return _cmd_train(args)

@@ -1,0 +1,347 @@
+"""``rllib-fair compare RESULTS...``: side-by-side table and plots of finished runs.
+
+Reads what Tune wrote (each trial folder's ``params.json`` and ``result.json``); nothing
+is retrained. Trials are grouped into configurations: the same experiment and the same
+settings except the seed, so the spread is over seeds. For every configuration: the
+final return, the gap of every reported notion, the per-group long-term rates of the
+main notion and the training speed, each as mean and standard deviation over its
+trials ("final" = mean of the last ``last`` iterations of a trial, each trial counted
+once). Plots (matplotlib, part of the install): the reward-vs-gap frontier per
+environment (mean +- std per configuration, the Pareto-optimal ones joined) and the gap
+and return curves over training (mean over seeds).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RETURN_KEY = "env_runners/episode_return_mean"
+STEPS_KEY = "num_env_steps_sampled_lifetime"
+
+
+class CompareError(ValueError):
+    """Nothing to compare at a path; the message is one line."""
+
+
+@dataclass
+class Trial:
+    """One finished (or stopped) trial as Tune recorded it."""
+
+    path: Path
+    experiment: str
+    algo: str
+    env: str
+    notion: str
+    seed: Any
+    params: dict
+    rows: list[dict]
+
+
+@dataclass
+class Configuration:
+    """Trials of one experiment that differ only in their seed."""
+
+    experiment: str
+    algo: str
+    env: str
+    notion: str
+    label: str
+    trials: list[Trial] = field(default_factory=list)
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}/"))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _algo_name(trainable: str) -> str:
+    """Registry name of a Tune trainable name (``FairPPO`` -> ``PPO``)."""
+    from rllib_fair.algorithms import ALGORITHMS
+
+    for name, spec in ALGORITHMS.items():
+        if spec.algo_class == trainable:
+            return name
+    return trainable
+
+
+def find_trials(paths: list[str]) -> list[Trial]:
+    """Every trial folder (``params.json`` + ``result.json``) at or under the paths.
+
+    Raises:
+        CompareError: a path does not exist or holds no trial.
+    """
+    from rllib_fair.envs import ENV_IDS, env_info
+
+    trials = []
+    for given in paths:
+        root = Path(given).expanduser().resolve()
+        if not root.is_dir():
+            raise CompareError(f"RESULTS: {given!r} is not a folder")
+        found = [
+            p.parent for p in root.glob("**/result.json") if (p.parent / "params.json").exists()
+        ]
+        if not found:
+            raise CompareError(
+                f"RESULTS: no finished trial (params.json + result.json) in or under {given!r}"
+            )
+        for folder in sorted(found):
+            params = json.loads((folder / "params.json").read_text())
+            lines = (folder / "result.json").read_text().splitlines()
+            rows = [_flat(json.loads(line)) for line in lines if line.strip()]
+            if not rows:
+                continue
+            env = str(params.get("env"))
+            notion = params.get("fairness_notion")
+            if notion is None:
+                notion = env_info(env)["default_notion"] if env in ENV_IDS else None
+            if notion is None:  # the first notion the results report
+                keys = [k for k in rows[-1] if k.startswith("fairness/") and k.endswith("/bias")]
+                notion = keys[0].split("/")[1] if keys else "?"
+            trials.append(
+                Trial(
+                    path=folder,
+                    experiment=folder.parent.name,
+                    algo=_algo_name(folder.name.split("_", 1)[0]),
+                    env=env,
+                    notion=notion,
+                    seed=params.get("seed"),
+                    params=params,
+                    rows=rows,
+                )
+            )
+    return trials
+
+
+def group(trials: list[Trial]) -> list[Configuration]:
+    """Trials of the same experiment with equal settings apart from the seed."""
+    by_exp: dict[str, list[Trial]] = {}
+    for t in trials:
+        by_exp.setdefault(f"{t.experiment}|{t.algo}|{t.env}", []).append(t)
+    configs = []
+    for members in by_exp.values():
+        keys = sorted({k for t in members for k in t.params})
+        varying = [
+            k
+            for k in keys
+            if k != "seed"
+            and len({json.dumps(t.params.get(k), sort_keys=True, default=str) for t in members}) > 1
+        ]
+        buckets: dict[str, Configuration] = {}
+        for t in members:
+            label_parts = [f"{k}={t.params.get(k)}" for k in varying]
+            label = f"{t.experiment}" + (f" [{', '.join(label_parts)}]" if label_parts else "")
+            cfg = buckets.setdefault(
+                label, Configuration(t.experiment, t.algo, t.env, t.notion, label)
+            )
+            cfg.trials.append(t)
+        configs.extend(buckets.values())
+    return configs
+
+
+def _final(t: Trial, key: str, last: int) -> float | None:
+    values = [v for v in (_num(r.get(key)) for r in t.rows[-last:]) if v is not None]
+    return float(np.mean(values)) if values else None
+
+
+def _mean_std(values: list[float | None]) -> tuple[float | None, float | None, int]:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return None, None, 0
+    return float(np.mean(vals)), float(np.std(vals)), len(vals)
+
+
+def summarize(configs: list[Configuration], last: int = 1) -> list[dict]:
+    """One row per configuration: mean and std over its trials of the final metrics."""
+    out = []
+    for c in configs:
+        row: dict[str, Any] = {
+            "configuration": c.label,
+            "algo": c.algo,
+            "env": c.env,
+            "notion": c.notion,
+            "trials": len(c.trials),
+            "seeds": sorted({str(t.seed) for t in c.trials}),
+            "iterations": int(np.mean([t.rows[-1].get("training_iteration", 0) for t in c.trials])),
+            "env_steps": int(np.mean([_num(t.rows[-1].get(STEPS_KEY)) or 0 for t in c.trials])),
+        }
+        row["return"] = _mean_std([_final(t, RETURN_KEY, last) for t in c.trials])
+        notions = sorted(
+            {
+                k.split("/")[1]
+                for t in c.trials
+                for k in t.rows[-1]
+                if k.startswith("fairness/") and k.endswith("/bias") and k.count("/") == 2
+            }
+        )
+        row["gap"] = {
+            n: _mean_std([_final(t, f"fairness/{n}/bias", last) for t in c.trials]) for n in notions
+        }
+        prefix = f"fairness/{c.notion}/rate/"
+        groups = sorted(
+            {k[len(prefix) :] for t in c.trials for k in t.rows[-1] if k.startswith(prefix)}
+        )
+        row["rates"] = {
+            g: _mean_std([_final(t, prefix + g, last) for t in c.trials]) for g in groups
+        }
+        speeds = []
+        for t in c.trials:
+            steps = _num(t.rows[-1].get(STEPS_KEY))
+            secs = _num(t.rows[-1].get("time_total_s"))
+            speeds.append(steps / secs if steps and secs else None)
+        row["steps_per_s"] = _mean_std(speeds)
+        out.append(row)
+    return out
+
+
+def _pm(ms: tuple, spec: str = ".4f") -> str:
+    mean, std, n = ms
+    if mean is None:
+        return "-"
+    return f"{mean:{spec}}" + (f" +- {std:{spec}}" if n > 1 else "")
+
+
+def format_table(rows: list[dict]) -> str:
+    """Markdown table: one line per configuration."""
+    notions = sorted({n for r in rows for n in r["gap"]})
+    head = ["configuration", "algo", "env", "seeds", "env steps", "return"]
+    head += [f"gap {n}" for n in notions] + ["rates (main notion)", "steps/s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        rates = ", ".join(f"{g} {_pm(ms, '.3f')}" for g, ms in r["rates"].items()) or "-"
+        cells = [
+            r["configuration"],
+            r["algo"],
+            r["env"],
+            str(r["trials"]),
+            str(r["env_steps"]),
+            _pm(r["return"], ".3f"),
+        ]
+        cells += [_pm(r["gap"].get(n, (None, None, 0))) for n in notions]
+        cells += [f"{r['notion']}: {rates}", _pm(r["steps_per_s"], ".0f")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def pareto(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats (higher return AND lower gap)."""
+    keep = []
+    for i, (ret, gap) in enumerate(points):
+        dominated = any(
+            (r2 >= ret and g2 <= gap) and (r2 > ret or g2 < gap)
+            for j, (r2, g2) in enumerate(points)
+            if j != i
+        )
+        if not dominated:
+            keep.append(i)
+    return keep
+
+
+def plot(configs: list[Configuration], rows: list[dict], out: Path) -> list[Path]:
+    """Writes ``frontier_<env>.png`` and ``curves_<env>.png``; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    envs = sorted({r["env"] for r in rows})
+    for env in envs:
+        sel = [(c, r) for c, r in zip(configs, rows, strict=True) if r["env"] == env]
+        safe = env.replace("/", "_")
+        fig, ax = plt.subplots(figsize=(6.4, 4.8))
+        pts, labels = [], []
+        for c, r in sel:
+            gap = r["gap"].get(c.notion, (None, None, 0))
+            ret = r["return"]
+            if gap[0] is None or ret[0] is None:
+                continue
+            ax.errorbar(gap[0], ret[0], xerr=gap[1], yerr=ret[1], fmt="o", capsize=3, label=c.label)
+            pts.append((ret[0], gap[0]))
+            labels.append(c.label)
+        front = sorted((pts[i] for i in pareto(pts)), key=lambda p: p[1])
+        if len(front) > 1:
+            ax.plot([p[1] for p in front], [p[0] for p in front], "k--", lw=1, label="Pareto front")
+        notion = sel[0][0].notion if sel else "?"
+        ax.set_xlabel(f"gap ({notion}), lower is fairer")
+        ax.set_ylabel("episode return")
+        ax.set_title(f"{env}: reward vs fairness gap (mean +- std over seeds)")
+        if pts:
+            ax.legend(fontsize=7)
+        path = out / f"frontier_{safe}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        for c, _ in sel:
+            for ax, key, name in (
+                (axes[0], f"fairness/{c.notion}/bias", f"gap ({c.notion})"),
+                (axes[1], RETURN_KEY, "episode return"),
+            ):
+                curves = []
+                for t in c.trials:
+                    xs = [_num(row.get(STEPS_KEY)) or 0.0 for row in t.rows]
+                    ys = [_num(row.get(key)) for row in t.rows]
+                    curves.append((xs, ys))
+                n = min(len(xs) for xs, _ in curves)
+                x = np.array(curves[0][0][:n])
+                ys = np.array([[np.nan if v is None else v for v in ys[:n]] for _, ys in curves])
+                if np.all(np.isnan(ys)):
+                    continue
+                with np.errstate(all="ignore"):
+                    ax.plot(x, np.nanmean(ys, axis=0), label=c.label)
+                ax.set_xlabel("env steps")
+                ax.set_ylabel(name)
+        axes[0].set_title(f"{env}: gap over training")
+        axes[1].set_title(f"{env}: return over training")
+        axes[0].legend(fontsize=7)
+        path = out / f"curves_{safe}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def compare(paths: list[str], out: str | Path, last: int = 1, plots: bool = True) -> dict:
+    """Finds, groups and summarises the trials; writes table, CSV, JSON and plots to ``out``."""
+    trials = find_trials(paths)
+    configs = group(trials)
+    rows = summarize(configs, last=last)
+    out = Path(out).expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    table = format_table(rows)
+    (out / "compare.md").write_text(table + "\n")
+    (out / "compare.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
+    with (out / "compare.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["configuration", "algo", "env", "metric", "mean", "std", "n"])
+        for r in rows:
+            items = [("return", r["return"]), ("steps_per_s", r["steps_per_s"])]
+            items += [(f"gap/{n}", ms) for n, ms in r["gap"].items()]
+            items += [(f"rate/{r['notion']}/{g}", ms) for g, ms in r["rates"].items()]
+            for name, (mean, std, n) in items:
+                w.writerow([r["configuration"], r["algo"], r["env"], name, mean, std, n])
+    figures = plot(configs, rows, out) if plots else []
+    return {"rows": rows, "table": table, "out": str(out), "figures": [str(p) for p in figures]}

@@ -1,0 +1,76 @@
+"""``rllib-fair compare``: reads finished experiments, groups seeds, writes table and plots."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from rllib_fair.cli import main
+from rllib_fair.cli.compare import pareto
+
+
+def test_pareto_front():
+    # (return, gap): the last one is beaten by the first on both
+    pts = [(10.0, 0.1), (12.0, 0.3), (5.0, 0.05), (9.0, 0.2)]
+    assert pareto(pts) == [0, 1, 2]
+
+
+def test_compare_bad_input(tmp_path, capsys):
+    assert main(["compare", str(tmp_path / "missing")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path)]) == 2
+    assert "no finished trial" in capsys.readouterr().err
+
+
+def _spec(run: str) -> dict:
+    return {
+        "run": run,
+        "env": "fair/Lending-v0",
+        "env_config": {"max_steps": 200},
+        "stop": {"training_iteration": 2},
+        "config": {
+            "seed": {"grid_search": [0, 1]},
+            "train_batch_size_per_learner": 200,
+            "minibatch_size": 100,
+            "num_epochs": 1,
+            "model_config": {"fcnet_hiddens": [8]},
+        },
+    }
+
+
+@pytest.mark.ray
+def test_compare_two_experiments_over_two_seeds(tmp_path, ray_session, capsys):
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump({"cmp-ppo": _spec("PPO"), "cmp-pocar": _spec("POCAR")}))
+    results = tmp_path / "results"
+    assert main(["train", str(path), "--storage-path", str(results)]) == 0
+    capsys.readouterr()
+
+    out = tmp_path / "cmp"
+    assert main(["compare", str(results), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    rows = {r["configuration"]: r for r in json.loads((out / "compare.json").read_text())}
+    assert set(rows) == {"cmp-ppo", "cmp-pocar"}  # seeds grouped, not separate rows
+    for name, row in rows.items():
+        assert row["trials"] == 2 and row["seeds"] == ["0", "1"]
+        assert row["env_steps"] == 400
+        # the numbers are the trials' own last results, averaged over the seeds
+        finals = []
+        for trial in (results / name).glob("*/result.json"):
+            last = json.loads(trial.read_text().splitlines()[-1])
+            finals.append(last["fairness"]["equal_opportunity"]["bias"])
+        mean, std, n = row["gap"]["equal_opportunity"]
+        assert n == 2
+        assert mean == pytest.approx(np.mean(finals)) and std == pytest.approx(np.std(finals))
+        assert set(row["rates"]) == {"group_0", "group_1"}
+        assert all(math.isfinite(v[0]) for v in row["rates"].values())
+        assert f"| {name} | {row['algo']} | fair/Lending-v0 | 2 | 400 |" in printed
+    assert rows["cmp-pocar"]["algo"] == "POCAR" and rows["cmp-ppo"]["algo"] == "PPO"
+    for fig in ("frontier_fair_Lending-v0.png", "curves_fair_Lending-v0.png"):
+        data = (out / fig).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000
+    assert (out / "compare.csv").read_text().count("gap/equal_opportunity") == 2

@@ -220,8 +220,8 @@ class FairnessConfigMixin:
                 "regularises with the per-step disparity; valid: true"
             )
         s = self.fairness_smoothing
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or s < 0:
-            raise ValueError(f"fairness_smoothing: {s!r} is invalid; valid: a number >= 0")
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s < float("inf"):
+            raise ValueError(f"fairness_smoothing: {s!r} is invalid; valid: a finite number >= 0")
         for key in ("fairness_metrics", "fairness_columns"):
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"{key}: {getattr(self, key)!r} is invalid; valid: true, false")

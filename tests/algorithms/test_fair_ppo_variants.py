@@ -119,7 +119,9 @@ def test_regularize_advantages_minmax_form_hand_computed():
         ("POCAR", {"advantage_normalization": "z"}, "valid choices: minmax, none"),
         ("POCAR", {"delta_timing": "now"}, "valid choices: post, pre"),
         ("ELBERTPO", {"alpha": -5}, "alpha: -5 is invalid"),
-        ("ELBERTPO", {"beta": 0}, "beta: 0 is invalid; valid: a number > 0"),
+        ("ELBERTPO", {"beta": 0}, "beta: 0 is invalid; valid: a finite number > 0"),
+        ("ELBERTPO", {"beta": float("nan")}, "beta: nan is invalid; valid: a finite number > 0"),
+        ("RPPO", {"zeta_1": float("nan")}, "zeta_1: nan is invalid; valid: a number >= 0"),
         ("ELBERTPO", {"advantage_form": "x"}, "valid choices: paper, reference"),
         (
             "ELBERTPO",

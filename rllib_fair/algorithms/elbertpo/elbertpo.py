@@ -168,8 +168,10 @@ class ELBERTPOConfig(FairPPOConfig):
         super().validate()
         for key in ("alpha", "demand_zeta"):
             _non_negative(key, getattr(self, key))
-        if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) or self.beta <= 0:
-            raise ValueError(f"beta: {self.beta!r} is invalid; valid: a number > 0")
+        b = self.beta
+        # `not 0 < b < inf` also rejects NaN (every comparison with NaN is False)
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b < float("inf"):
+            raise ValueError(f"beta: {b!r} is invalid; valid: a finite number > 0")
         if self.soft_bias not in SOFT_BIAS_MODES:
             raise ValueError(
                 f"soft_bias: {self.soft_bias!r} is invalid; valid choices: "

@@ -90,7 +90,22 @@ def _make_tune_callback(exp: Experiment):
             super().__init__()
             self._seen_failures: dict[str, tuple[int, int]] = {}
 
+        def _print_env_errors(self, trial) -> None:
+            from rllib_fair.rllib.health import drain_env_errors
+
+            for line in drain_env_errors(trial.trial_id):
+                print(
+                    f"[{exp.name} {trial.trial_id}] ENV ERROR: {line}", file=sys.stderr, flush=True
+                )
+
+        def on_trial_complete(self, iteration, trials, trial, **info):
+            self._print_env_errors(trial)
+
+        def on_trial_error(self, iteration, trials, trial, **info):
+            self._print_env_errors(trial)
+
         def on_trial_result(self, iteration, trials, trial, result, **info):
+            self._print_env_errors(trial)
             flat = flatten(result)
             steps_iter = _num(flat.get("env_runners/num_env_steps_sampled")) or 0.0
             dt = _num(flat.get("time_this_iter_s")) or 0.0
@@ -149,6 +164,38 @@ def _make_tune_callback(exp: Experiment):
     return ProgressPrinter()
 
 
+def nonfinite_loss(flat: dict) -> str | None:
+    """The first learner loss of a (flattened) result that is NaN or infinite, or None."""
+    for key, value in flat.items():
+        if key.startswith("learners/") and key.endswith("loss"):
+            try:
+                f = float(value)
+            except (TypeError, ValueError):
+                continue
+            if not math.isfinite(f):
+                return f"{key} = {f}"
+    return None
+
+
+def _estimand(notion: str) -> str:
+    """The notion's estimand, from its docstring (``Estimand: ...;``)."""
+    from rllib_fair.fairness.notions import get_notion
+
+    if notion == "equalized_odds":
+        return (
+            "the true positive rate P(A = 1 | Y = 1, G = g) and the false positive rate "
+            "P(A = 1 | Y = 0, G = g) (the larger of the two gaps)"
+        )
+    doc = " ".join((type(get_notion(notion)).__doc__ or "").split())
+    if "Estimand" in doc:
+        text = doc.split("Estimand", 1)[1].lstrip("s: ")
+        text = text.split(";")[0].replace("``", "")
+        for stop in (" (pair", ", with", ". "):
+            text = text.split(stop)[0]
+        return text.replace("*", "")
+    return notion
+
+
 def _make_stopper(exp: Experiment, as_test: bool):
     from ray import tune
 
@@ -160,6 +207,8 @@ def _make_stopper(exp: Experiment, as_test: bool):
 
         def __call__(self, trial_id, result):
             flat = flatten(result)
+            if nonfinite_loss(flat) is not None:
+                return True  # reported as the trial's error in the summary
             for key, limit in budget.items():
                 v = _num(flat.get(key))
                 if v is not None and v >= limit:
@@ -317,6 +366,21 @@ def run_experiment(
         ttot = _num(last.get("time_total_s")) or 0.0
         faults = _faults(exp, last)
         error = _error_line(res.error) if res.error else None
+        if error is None:
+            # the raw results: the dataframe fills keys an iteration lacked with NaN
+            bad = next(
+                (
+                    (int(r.get("training_iteration", 0) or 0), msg)
+                    for r in _raw_results(res.path)
+                    if (msg := nonfinite_loss(r)) is not None
+                ),
+                None,
+            )
+            if bad is not None:
+                error = (
+                    f"losses became non-finite at iteration {bad[0]} ({bad[1]}); lower lr, "
+                    "the fairness weights or the reward scale"
+                )
         if error is None and history and steps <= 0:
             error = (
                 f"sampled no env steps in {len(history)} iteration(s): every env runner "
@@ -328,6 +392,11 @@ def run_experiment(
                 "path": res.path,
                 "error": error,
                 "error_full": str(res.error) if res.error else None,
+                "rates": {
+                    str(k).split("/rate/", 1)[1]: _num(v)
+                    for k, v in last.items()
+                    if str(k).startswith(f"{gkey.rsplit('/', 1)[0]}/rate/")
+                },
                 "faults": faults,
                 "checkpoint": _checkpoint_path(res),
                 "iterations": int(last.get("training_iteration", 0) or 0),
@@ -350,6 +419,19 @@ def run_experiment(
     for t in trials:
         del t["history"]
     return summary
+
+
+def _raw_results(path: str | None) -> list[dict]:
+    """A trial's results as Tune wrote them to ``result.json``, flattened."""
+    if not path or not (Path(path) / "result.json").exists():
+        return []
+    rows = []
+    for line in (Path(path) / "result.json").read_text().splitlines():
+        try:
+            rows.append(flatten(json.loads(line)))
+        except ValueError:
+            continue
+    return rows
 
 
 def _error_line(error: BaseException) -> str:
@@ -433,8 +515,16 @@ def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
                 f"{f['step_failures']} env-step failure(s)",
                 file=file,
             )
+        if t.get("rates"):
+            rates = ", ".join(f"{g} {_fmt(v, '.4f')}" for g, v in t["rates"].items())
+            print(f"  rates per group: {rates}", file=file)
         if t.get("checkpoint"):
             print(f"  checkpoint: {t['checkpoint']}", file=file)
+    print(
+        f"gap ({notion}) = max - min over groups of {_estimand(notion)}, over the last "
+        "iteration's steps; rates per group: that estimand (lower gap is fairer)",
+        file=file,
+    )
     for t in summary["trials"]:
         if t.get("params"):
             params = ", ".join(f"{k}={v}" for k, v in t["params"].items())

@@ -119,6 +119,13 @@ class FairnessMetricsCallback(RLlibCallback):
         self._warned = False
 
     # ------------------------------------------------------------------ env runners
+    def on_environment_created(self, *, env_runner=None, env=None, **kwargs):
+        """Makes the env report its exceptions to the driver (see :mod:`..health`)."""
+        if env_runner is not None and env is not None:
+            from rllib_fair.rllib.health import guard_env
+
+            guard_env(env_runner, env)
+
     def on_sample_end(self, *, env_runner=None, metrics_logger=None, samples=None, **kwargs):
         """Sums supply/demand and per-step disparity over the returned chunks."""
         if env_runner is None or metrics_logger is None or not samples:

@@ -68,3 +68,96 @@ def fault_summary(flat: dict[str, Any], num_env_runners: int, envs_per_runner: i
         "step_failures": num("env_runners/num_env_step_failures"),
         "episodes_lost": failures * max(envs_per_runner, 1),
     }
+
+
+# ---------------------------------------------------------------------------- env errors
+#: Namespace of the Ray key-value entries that carry env errors from runners to drivers.
+KV_NAMESPACE = "rllib_fair"
+
+
+def _kv():
+    # Ray's internal key-value store (in the GCS, so it reaches the driver from any node);
+    # an internal API, used defensively: if it is missing, errors are only logged.
+    from ray.experimental import internal_kv
+
+    return internal_kv if internal_kv._internal_kv_initialized() else None
+
+
+def report_env_error(env_runner, error: BaseException, what: str, steps: int) -> str:
+    """Records one env error as one line the driver prints; returns that line."""
+    import time
+
+    config = getattr(env_runner, "config", None)
+    env_id = getattr(config, "env", "?")
+    index = getattr(env_runner, "worker_index", "?")
+    text = " ".join(str(error).split()) or type(error).__name__
+    line = (
+        f"env runner {index} ({env_id}): {type(error).__name__}: {text[:300]} "
+        f"(in env.{what}, after {steps} env steps on this runner)"
+    )
+    trial = getattr(env_runner, "tune_trial_id", None) or "no-trial"
+    try:
+        kv = _kv()
+        if kv is not None:
+            key = f"env_error/{trial}/{index}/{time.time_ns()}"
+            kv._internal_kv_put(key, line.encode(), namespace=KV_NAMESPACE)
+    except Exception:  # (reporting must never mask the env's own error)
+        pass
+    return line
+
+
+def guard_env(env_runner, env) -> None:
+    """Makes ``env.step`` / ``env.reset`` report an exception before it propagates.
+
+    RLlib then fails (and restarts) the runner as usual; the report lets the driver
+    print one line naming the env, the runner, the error and the step.
+    """
+    if getattr(env, "_rllib_fair_guarded", False):
+        return
+    step, reset = env.step, env.reset
+    count = [0]
+
+    def guarded_step(actions):
+        try:
+            out = step(actions)
+        except Exception as e:
+            report_env_error(env_runner, e, "step", count[0])
+            raise
+        count[0] += 1
+        return out
+
+    def guarded_reset(*args, **kwargs):
+        try:
+            return reset(*args, **kwargs)
+        except Exception as e:
+            report_env_error(env_runner, e, "reset", count[0])
+            raise
+
+    env.step, env.reset = guarded_step, guarded_reset
+    env._rllib_fair_guarded = True
+
+
+def drain_env_errors(trial_id: str) -> list[str]:
+    """The env-error lines reported for a trial since the last call (oldest first).
+
+    RLlib 2.60 creates the env runners of a Tune trial before the trial id is known to
+    the algorithm (they see ``"default"``), so lines from runners without a trial id
+    are returned to whichever trial asks first.
+    """
+    try:
+        kv = _kv()
+        if kv is None:
+            return []
+        keys = []
+        for owner in (trial_id, "default", "no-trial"):
+            keys += kv._internal_kv_list(f"env_error/{owner}/", namespace=KV_NAMESPACE)
+        keys.sort(key=lambda k: int(k.decode().rsplit("/", 1)[-1]))
+        lines = []
+        for key in keys:
+            value = kv._internal_kv_get(key, namespace=KV_NAMESPACE)
+            kv._internal_kv_del(key, namespace=KV_NAMESPACE)
+            if value:
+                lines.append(value.decode())
+        return lines
+    except Exception:  # (a missing internal API only loses the extra detail)
+        return []

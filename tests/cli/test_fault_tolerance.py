@@ -97,6 +97,13 @@ def test_env_crash_on_remote_runner_is_survived_and_reported(
     assert marker.exists(), "the env never raised: the test did not test anything"
     assert code == 0, out + err
     assert "env runner(s) failed (env rllib-fair-test/FlakyLending-v0)" in err
+    # the env's own error, once, with the runner, the env and the step
+    errors = [line for line in err.splitlines() if "ENV ERROR" in line]
+    assert len(errors) == 1, err
+    assert (
+        "env runner 1 (rllib-fair-test/FlakyLending-v0): RuntimeError: FlakyLending: "
+        "simulated crash of the environment (in env.step, after 149 env steps on this runner)"
+    ) in errors[0]
     table = out[out.index("== flaky") :]
     assert "1 restarted" in table and "0/1 healthy" not in table
     results = sorted((tmp_path / "results" / "flaky").glob("*/result.json"))
@@ -107,3 +114,61 @@ def test_env_crash_on_remote_runner_is_survived_and_reported(
     for row in rows:
         for key, value in _flat(row.get("fairness", {})).items():
             assert math.isfinite(value), key
+
+
+class NaNRewardLending(LendingEnv):
+    """The lending env whose reward turns NaN after ``nan_at`` steps."""
+
+    def __init__(self, nan_at: int = 50, **kwargs):
+        super().__init__(**kwargs)
+        self._nan_at = nan_at
+        self._steps = 0
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        self._steps += 1
+        return (
+            obs,
+            float("nan") if self._steps >= self._nan_at else reward,
+            terminated,
+            truncated,
+            info,
+        )
+
+
+NAN_ID = "rllib-fair-test/NaNRewardLending-v0"
+
+
+def test_non_finite_losses_fail_the_run_with_a_clear_message(tmp_path, ray_session, capsys):
+    import gymnasium as gym
+    import ray.cloudpickle
+    from ray import tune
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    if NAN_ID not in gym.registry:
+        gym.register(id=NAN_ID, entry_point=NaNRewardLending)
+    tune.register_env(NAN_ID, lambda cfg: NaNRewardLending(**cfg))
+    spec = {
+        "nan": {
+            "run": "PPO",
+            "env": NAN_ID,
+            "env_config": {"max_steps": 200},
+            "stop": {"training_iteration": 5},
+            "config": {
+                "fairness_notion": "equal_opportunity",
+                "train_batch_size_per_learner": 200,
+                "minibatch_size": 100,
+                "num_epochs": 1,
+                "model_config": {"fcnet_hiddens": [8]},
+            },
+        }
+    }
+    path = tmp_path / "nan.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    code = main(["train", str(path), "--storage-path", str(tmp_path / "results")])
+    out, err = capsys.readouterr()
+    assert code == 1, out + err
+    assert "error: losses became non-finite at iteration 1 (learners/default_policy/" in out
+    rows = (tmp_path / "results" / "nan").glob("*/result.json")
+    (result,) = list(rows)
+    assert len(result.read_text().splitlines()) == 1  # stopped at once, not 5 iterations

@@ -81,7 +81,12 @@ def _parser() -> argparse.ArgumentParser:
         help="table and plots of finished experiments, side by side (no retraining)",
         formatter_class=fmt,
     )
-    c.add_argument("results", nargs="+", help="experiment folders (or folders holding them)")
+    c.add_argument(
+        "results",
+        nargs="+",
+        help="experiment folders (or folders holding them), or per-run CSV files of the "
+        "reproduction scripts",
+    )
     c.add_argument("--out", default=None, help="output folder (default: FIRST_RESULTS/compare)")
     c.add_argument(
         "--last", type=int, default=1, help="final value = mean of a trial's last N iterations"
@@ -100,7 +105,10 @@ def _cmd_compare(args) -> int:
 
     if args.last < 1:
         return _error(f"--last: {args.last} is invalid; valid: an integer >= 1")
-    out = args.out or str(Path(args.results[0]) / "compare")
+    first = Path(args.results[0])
+    out = args.out or str(
+        (first.parent / (first.stem + "_compare")) if first.suffix == ".csv" else first / "compare"
+    )
     try:
         result = compare(args.results, out, last=args.last, plots=not args.no_plots)
     except CompareError as e:

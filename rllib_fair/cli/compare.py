@@ -324,8 +324,104 @@ def plot(configs: list[Configuration], rows: list[dict], out: Path) -> list[Path
     return written
 
 
+# ------------------------------------------------------------------ run tables (CSV)
+#: Columns a reproduction script's CSV may use for the return and the gap, in order of
+#: preference (scripts/reproduce_elbert_fig4.py, scripts/reproduce_sellf_table1.py).
+RETURN_COLUMNS = ("reward_per_step", "episode_return", "reward_mean", "return")
+GAP_COLUMNS = ("bias", "disparity_mean", "gap")
+
+
+def _cell(v: str) -> float | str:
+    try:
+        return float(v)
+    except ValueError:
+        return v
+
+
+def compare_run_tables(paths: list[str], out: Path, plots: bool = True) -> dict:
+    """Side-by-side summary of per-run CSV files (one row per run and seed).
+
+    Rows with equal non-numeric columns form a configuration; every numeric column
+    except ``seed`` is summarised as mean +- std over the configuration's rows.
+    """
+    rows: list[dict] = []
+    for given in paths:
+        with Path(given).open(newline="") as f:
+            rows += [{k: _cell(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    if not rows:
+        raise CompareError(f"RESULTS: no rows in {', '.join(paths)}")
+    keys = [k for k in rows[0] if k != "seed" and isinstance(rows[0][k], str)]
+    metrics = [k for k in rows[0] if k != "seed" and not isinstance(rows[0][k], str)]
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)
+    ret = next((c for c in RETURN_COLUMNS if c in metrics), None)
+    gap = next((c for c in GAP_COLUMNS if c in metrics), None)
+    shown = [c for c in (ret, gap, "train_seconds") if c in metrics]
+    head = [*keys, "runs", *shown]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    summary = []
+    for key, members in groups.items():
+        stats = {m: _mean_std([_num(r.get(m)) for r in members]) for m in metrics}
+        summary.append({"key": dict(zip(keys, key, strict=True)), "runs": len(members), **stats})
+        cells = [str(v) for v in key] + [str(len(members))]
+        cells += [_pm(stats[c], ".4f" if c != "train_seconds" else ".0f") for c in shown]
+        lines.append("| " + " | ".join(cells) + " |")
+    table = "\n".join(lines)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.md").write_text(table + "\n")
+    (out / "compare.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    figures = []
+    if plots and ret and gap:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        env_key = next((k for k in ("env", "cell") if k in keys), None)
+        for env in sorted({s["key"].get(env_key) for s in summary}):
+            sel = [s for s in summary if s["key"].get(env_key) == env]
+            fig, ax = plt.subplots(figsize=(6.4, 4.8))
+            pts = []
+            for s in sel:
+                (g, gs, _), (r, rs, _) = s[gap], s[ret]
+                if g is None or r is None:
+                    continue
+                label = ", ".join(str(v) for k, v in s["key"].items() if k != env_key)
+                ax.errorbar(g, r, xerr=gs, yerr=rs, fmt="o", capsize=3, label=label)
+                pts.append((r, g))
+            front = sorted((pts[i] for i in pareto(pts)), key=lambda p: p[1])
+            if len(front) > 1:
+                ax.plot(
+                    [p[1] for p in front], [p[0] for p in front], "k--", lw=1, label="Pareto front"
+                )
+            ax.set_xlabel(f"{gap} (lower is fairer)")
+            ax.set_ylabel(ret)
+            ax.set_title(f"{env}: {ret} vs {gap} (mean +- std over seeds)")
+            if pts:
+                ax.legend(fontsize=7)
+            path = out / f"frontier_{str(env).replace('/', '_')}.png"
+            fig.tight_layout()
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            figures.append(str(path))
+    return {"rows": summary, "table": table, "out": str(out), "figures": figures}
+
+
 def compare(paths: list[str], out: str | Path, last: int = 1, plots: bool = True) -> dict:
-    """Finds, groups and summarises the trials; writes table, CSV, JSON and plots to ``out``."""
+    """Finds, groups and summarises the trials; writes table, CSV, JSON and plots to ``out``.
+
+    ``paths`` are Tune experiment folders (or folders holding them), or per-run CSV
+    files such as the reproduction scripts write (:func:`compare_run_tables`).
+    """
+    csvs = [p for p in paths if str(p).endswith(".csv")]
+    if csvs:
+        if len(csvs) != len(paths):
+            raise CompareError("RESULTS: give either experiment folders or CSV files, not both")
+        missing = [p for p in csvs if not Path(p).is_file()]
+        if missing:
+            raise CompareError(f"RESULTS: {missing[0]!r} is not a file")
+        return compare_run_tables(csvs, Path(out).expanduser().resolve(), plots=plots)
     trials = find_trials(paths)
     configs = group(trials)
     rows = summarize(configs, last=last)

@@ -269,6 +269,7 @@ def _cmd_train(args) -> int:
                 return _error(problem + " (an autoscaling cluster: pass --no-resource-check)")
     code = 0
     messages = []
+    done = []
     for exp in exps:
         summary = run_experiment(
             exp, as_test=args.as_test, storage_path=args.storage_path, resume=args.resume
@@ -277,6 +278,7 @@ def _cmd_train(args) -> int:
             if t.get("error_full"):
                 print(f"trial {t['trial']} failed:\n{t['error_full']}", file=sys.stderr)
         print_table(exp, summary)
+        done.append((exp, summary))
         if any(t["error"] for t in summary["trials"]):
             code = 1
         if args.as_test:
@@ -284,6 +286,10 @@ def _cmd_train(args) -> int:
             messages.append(msg)
             if not ok:
                 code = 1
+    if len(done) > 1:
+        from rllib_fair.cli.runner import print_side_by_side
+
+        print_side_by_side(done)
     for msg in messages:
         print(msg, file=sys.stdout if code == 0 else sys.stderr)
     return code

@@ -550,6 +550,26 @@ def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
     print(f"results: {summary['storage']}/{exp.name}", file=file)
 
 
+def print_side_by_side(done: list[tuple[Experiment, dict]], *, file=None) -> None:
+    """One line per trial of every experiment of the file, for a direct comparison."""
+    file = sys.stdout if file is None else file
+    head = f"{'experiment':<28} {'algo':<9} {'env':<24} {'return':>11} {'gap':>8}  rates"
+    print("\n== side by side ==", file=file)
+    print(head, file=file)
+    print("-" * len(head), file=file)
+    for exp, summary in done:
+        notion = exp.config.resolved_fairness_notion()
+        for t in summary["trials"]:
+            rates = ", ".join(f"{g} {_fmt(v, '.3f')}" for g, v in (t.get("rates") or {}).items())
+            print(
+                f"{exp.name[:28]:<28} {exp.run:<9} {exp.env[:24]:<24} "
+                f"{_fmt(t['return'], '11.3f'):>11} {_fmt(t['gap'], '.4f'):>8}  "
+                f"{notion}: {rates or '-'}",
+                file=file,
+            )
+    print("(rllib-fair compare RESULTS for seeds, spread and plots)", file=file)
+
+
 def check_pass(exp: Experiment, summary: dict) -> tuple[bool, str]:
     """Checks --as-test: every trial must meet all criteria on one iteration."""
     if not exp.pass_criteria:

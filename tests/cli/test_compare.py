@@ -48,7 +48,9 @@ def test_compare_two_experiments_over_two_seeds(tmp_path, ray_session, capsys):
     path.write_text(yaml.safe_dump({"cmp-ppo": _spec("PPO"), "cmp-pocar": _spec("POCAR")}))
     results = tmp_path / "results"
     assert main(["train", str(path), "--storage-path", str(results)]) == 0
-    capsys.readouterr()
+    trained = capsys.readouterr().out
+    side = trained[trained.index("== side by side ==") :]  # two experiments, one table
+    assert "cmp-ppo" in side and "cmp-pocar" in side and side.count("fair/Lending-v0") == 4
 
     out = tmp_path / "cmp"
     assert main(["compare", str(results), "--out", str(out)]) == 0

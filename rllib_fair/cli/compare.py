@@ -256,6 +256,129 @@ def pareto(points: list[tuple[float, float]]) -> list[int]:
     return keep
 
 
+def _point(row: dict) -> tuple[float, float] | None:
+    """``(mean return, mean gap of the main notion)`` of a summary row, or None."""
+    ret = row["return"][0]
+    gap = row["gap"].get(row["notion"], (None, None, 0))[0]
+    return None if ret is None or gap is None else (ret, gap)
+
+
+def pareto_front(rows: list[dict]) -> list[bool]:
+    """Which summary rows are Pareto-optimal in (mean return up, mean gap down).
+
+    Rows of different environments are compared only with each other; a row missing
+    its return or gap is never on the front. Equal points are all kept.
+    """
+    on = [False] * len(rows)
+    for env in {r["env"] for r in rows}:
+        idx = [i for i, r in enumerate(rows) if r["env"] == env and _point(r) is not None]
+        for k in pareto([_point(rows[i]) for i in idx]):
+            on[idx[k]] = True
+    return on
+
+
+def format_pareto(rows: list[dict], front: list[bool]) -> str:
+    """Markdown table of the configurations, front first (by gap), then the rest."""
+    notions = sorted({r["notion"] for r in rows})
+    gap_head = f"gap ({notions[0]})" if len(notions) == 1 else "gap (main notion)"
+    head = ["front", "configuration", "seeds", "return (mean +- std)", gap_head, "iterations"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def order(i: int) -> tuple:
+        pt = _point(rows[i])
+        return (not front[i], pt is None, pt[1] if pt else 0.0, -(pt[0]) if pt else 0.0)
+
+    for i in sorted(range(len(rows)), key=order):
+        r = rows[i]
+        cells = [
+            "*" if front[i] else "",
+            r["configuration"],
+            f"{r['trials']} ({', '.join(r['seeds'])})",
+            _pm(r["return"], ".3f"),
+            _pm(r["gap"].get(r["notion"], (None, None, 0))),
+            str(r["iterations"]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_pareto(folder: str | Path, last: int = 1, plots: bool = True) -> dict:
+    """The reward-gap Pareto front of one experiment folder, written into it.
+
+    Configurations are the trials grouped by their settings apart from the seed
+    (:func:`group`); each is placed at its mean return and mean gap over seeds (the
+    final value of a trial is the mean of its last ``last`` iterations). Writes
+    ``pareto.md``, ``pareto.json`` and (with ``plots``) ``pareto.png``: every trial as a
+    small dot, each configuration's mean +- std, the front highlighted and joined.
+
+    Returns:
+        ``{"rows", "front", "table", "files"}``.
+    """
+    folder = Path(folder).expanduser().resolve()
+    configs = group(find_trials([str(folder)]))
+    rows = summarize(configs, last=last)
+    front = pareto_front(rows)
+    table = format_pareto(rows, front)
+    (folder / "pareto.md").write_text(table + "\n")
+    payload = [
+        {**r, "pareto": on, "trial_names": [t.path.name for t in c.trials]}
+        for r, on, c in zip(rows, front, configs, strict=True)
+    ]
+    (folder / "pareto.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    files = [folder / "pareto.md", folder / "pareto.json"]
+    if plots:
+        files.append(_plot_pareto(configs, rows, front, folder / "pareto.png", last))
+    return {"rows": rows, "front": front, "table": table, "files": [str(f) for f in files]}
+
+
+def _plot_pareto(
+    configs: list[Configuration], rows: list[dict], front: list[bool], path: Path, last: int
+) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    for c in configs:  # every trial
+        xs = [_final(t, f"fairness/{c.notion}/bias", last) for t in c.trials]
+        ys = [_final(t, RETURN_KEY, last) for t in c.trials]
+        pts = [(x, y) for x, y in zip(xs, ys, strict=True) if x is not None and y is not None]
+        if pts:
+            ax.scatter(*zip(*pts, strict=True), s=10, color="0.6", zorder=1)
+    ax.scatter([], [], s=10, color="0.6", label="trials (one seed each)")
+    done = {"front": False, "other": False}
+    for r, on in zip(rows, front, strict=True):
+        pt = _point(r)
+        if pt is None:
+            continue
+        kind = "front" if on else "other"
+        ax.errorbar(
+            pt[1],
+            pt[0],
+            xerr=r["gap"][r["notion"]][1],
+            yerr=r["return"][1],
+            fmt="o",
+            capsize=3,
+            color="tab:red" if on else "tab:blue",
+            zorder=3 if on else 2,
+            label=None if done[kind] else ("Pareto front" if on else "other configurations"),
+        )
+        done[kind] = True
+    line = sorted((_point(r) for r, on in zip(rows, front, strict=True) if on), key=lambda p: p[1])
+    if len(line) > 1:
+        ax.plot([p[1] for p in line], [p[0] for p in line], "--", color="tab:red", lw=1)
+    notion = rows[0]["notion"] if rows else "?"
+    ax.set_xlabel(f"gap ({notion}), lower is fairer")
+    ax.set_ylabel("episode return")
+    ax.set_title("configurations: mean +- std over seeds")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def plot(configs: list[Configuration], rows: list[dict], out: Path) -> list[Path]:
     """Writes ``frontier_<env>.png`` and ``curves_<env>.png``; returns their paths."""
     import matplotlib

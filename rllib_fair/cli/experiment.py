@@ -59,6 +59,8 @@ TOP_LEVEL_KEYS = (
     "storage_path",
     "local_dir",
     "selection",
+    "seeds",
+    "tune",
 )
 
 # Old result keys people still write in stop / pass_criteria blocks.
@@ -215,7 +217,15 @@ class Experiment:
     num_samples: int = 1
     storage_path: str | None = None
     grid: dict[str, list] = field(default_factory=dict)  # YAML key -> values
-    selection: Any = None  # rllib_fair.cli.sweep.Selection when there is a grid
+    selection: Any = None  # rllib_fair.cli.sweep.Selection when there is a sweep
+    spaces: dict[str, Any] = field(default_factory=dict)  # YAML key -> tuning.Space
+    seeds: list[int] | None = None  # every configuration runs on each of these seeds
+    tune: Any = None  # rllib_fair.cli.tuning.TuneSettings of a tune: block
+
+    @property
+    def is_sweep(self) -> bool:
+        """More than one configuration or seed, or a scheduler/search algorithm."""
+        return bool(self.grid or self.spaces or self.seeds or self.tune or self.num_samples > 1)
 
 
 def parse_value(text: str) -> Any:
@@ -1007,22 +1017,64 @@ def validate_experiment(
     if num_env_runners is not None:
         config["num_env_runners"] = num_env_runners
     from rllib_fair.cli.sweep import SweepError, parse_selection, split_grid
+    from rllib_fair.cli.tuning import TuneError, parse_seeds, parse_tune, split_spaces
 
     try:
+        config, spaces = split_spaces(config)
         config, grid = split_grid(config)
-    except SweepError as e:
+        seeds = parse_seeds(spec.get("seeds"))
+    except (SweepError, TuneError) as e:
         raise ExperimentError(str(e)) from None
+    if seed is not None or "seed" in (config_overrides or {}):
+        seeds = None  # a command-line seed replaces the seeds axis (as it replaces a grid)
+    elif seeds is not None and ("seed" in grid or "seed" in spaces):
+        raise ExperimentError(
+            "seeds: cannot be combined with a grid or space over config.seed; valid: one of the two"
+        )
     cfg = _built_and_validated(run, env, env_config, config)
     cfgs = [cfg]
-    for key, values in grid.items():  # every grid value must pass like a single value
-        for value in values[1:]:
+    sweeps = [(f"{key}.grid_search", key, values[1:]) for key, values in grid.items()]
+    sweeps += [(f"{key}.{s.kind}", key, s.probes()) for key, s in spaces.items()]
+    for where, key, values in sweeps:  # every grid value / bound / choice passes alone
+        for value in values:
             try:
                 cfgs.append(_built_and_validated(run, env, env_config, {**config, key: value}))
             except ExperimentError as e:
-                msg = f"config.{key}.grid_search: {value!r} rejected: {e}"
+                msg = f"config.{where}: {value!r} rejected: {e}"
                 raise ExperimentError(msg) from None
+    groups = _check_env_config(env, env_config)
+
+    def check_metric(where: str, key: str) -> str:
+        rkey = _result_key(where, key)
+        _check_metric_key(where, rkey, cfgs, groups)
+        return rkey
+
+    def check_value(where: str, key: Any, value: Any) -> None:
+        try:
+            _built_and_validated(run, env, env_config, {**config, key: value})
+        except ExperimentError as e:
+            raise ExperimentError(f"{where}: {value!r} rejected: {e}") from None
+
+    try:
+        tune_settings = parse_tune(
+            spec.get("tune"), check_metric=check_metric, check_value=check_value
+        )
+    except TuneError as e:
+        raise ExperimentError(str(e)) from None
+    if tune_settings is not None and tune_settings.search_alg is not None:
+        if grid:
+            raise ExperimentError(
+                f"config.{next(iter(grid))}: grid_search cannot be combined with "
+                "tune.search_alg; valid: {choice: [...]} (the search algorithm samples it)"
+            )
+        if not spaces:
+            raise ExperimentError(
+                "tune.search_alg: needs at least one sampled space in config; valid: e.g. "
+                "lr: {loguniform: [0.0001, 0.01]}"
+            )
     selection = None
-    if grid or spec.get("selection") is not None:
+    sweep = grid or spaces or seeds or tune_settings is not None
+    if sweep or spec.get("selection") is not None:
         omega = spec["selection"].get("omega") if isinstance(spec.get("selection"), dict) else None
         if _is_number(omega) and not _finite(omega):
             raise ExperimentError(
@@ -1032,7 +1084,6 @@ def validate_experiment(
             selection = parse_selection(spec.get("selection"), cfg)
         except SweepError as e:
             raise ExperimentError(str(e)) from None
-    groups = _check_env_config(env, env_config)
     stop = dict(spec.get("stop") or {})
     stop.update(stop_overrides or {})
     parsed_stop = _parse_stop(stop)
@@ -1074,6 +1125,9 @@ def validate_experiment(
         storage_path=storage,
         grid=grid,
         selection=selection,
+        spaces=spaces,
+        seeds=seeds,
+        tune=tune_settings,
     )
 
 
@@ -1090,14 +1144,25 @@ def _built_and_validated(run: str, env: str, env_config: dict, config: dict):
 
 
 def param_space(exp: Experiment):
-    """The config Tune runs: ``exp.config`` with its grids as ``tune.grid_search``."""
-    if not exp.grid:
+    """The config Tune runs: ``exp.config`` with its grids and spaces as Tune's objects.
+
+    Grids become ``tune.grid_search``, sampled spaces ``tune.uniform`` and the like, and
+    ``seeds`` a grid over ``seed`` (without a search algorithm; with one, the runner's
+    seed repeater sets each trial's seed).
+    """
+    searching = exp.tune is not None and exp.tune.search_alg is not None
+    seeds = exp.seeds if exp.seeds and not searching else None
+    if not exp.grid and not exp.spaces and not seeds:
         return exp.config
     from ray import tune
 
     space = exp.config.copy(copy_frozen=False)
     for key, values in exp.grid.items():
         setattr(space, CONFIG_TRANSLATIONS.get(key, key), tune.grid_search(values))
+    for key, sampled in exp.spaces.items():
+        setattr(space, CONFIG_TRANSLATIONS.get(key, key), sampled.to_tune())
+    if seeds:
+        space.seed = tune.grid_search(list(seeds))
     return space
 
 

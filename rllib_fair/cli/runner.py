@@ -337,7 +337,7 @@ def run_experiment(
             algo_cls,
             param_space=param_space(exp),
             run_config=run_config,
-            tune_config=tune.TuneConfig(num_samples=exp.num_samples),
+            tune_config=tune_config(exp),
         )
     t0 = time.time()
     grid = tuner.fit()
@@ -412,10 +412,20 @@ def run_experiment(
             }
         )
     summary = {"experiment": exp.name, "storage": str(storage), "wall_s": wall, "trials": trials}
+    for t in trials:
+        t["stopped_early"] = _stopped_early(exp, t, as_test)
     if exp.selection is not None:
         summary["selection"] = select_trial(exp, trials)
         out = storage / exp.name / "selection.json"
         out.write_text(json.dumps(summary["selection"], indent=2, default=str) + "\n")
+    if exp.is_sweep:
+        from rllib_fair.cli.compare import write_pareto
+
+        try:
+            last = exp.selection.last_iterations if exp.selection is not None else 1
+            summary["pareto"] = write_pareto(storage / exp.name, last=last)
+        except Exception as e:  # noqa: BLE001 - the table must not cost the results
+            summary["pareto"] = {"error": f"{type(e).__name__}: {_error_line(e)}"}
     for t in trials:
         del t["history"]
     return summary
@@ -446,10 +456,56 @@ def _checkpoint_path(res) -> str | None:
     return getattr(ckpt, "path", None) if ckpt is not None else None
 
 
+def tune_config(exp: Experiment):
+    """Tune's ``TuneConfig``: samples, scheduler, search algorithm, concurrency.
+
+    Metric and mode go to the scheduler and the search algorithm (never to the
+    TuneConfig, which Tune forbids when a scheduler has its own).
+    """
+    from ray import tune
+
+    from rllib_fair.cli.tuning import build_scheduler, build_search_alg
+
+    settings = exp.tune
+    search = settings.search_alg if settings is not None else None
+    num_samples = exp.num_samples
+    if search is not None and exp.seeds:
+        num_samples *= len(exp.seeds)  # each suggestion runs on every seed
+    names = exp.config.to_dict()
+
+    def key_of(key: str) -> str:
+        attr = CONFIG_TRANSLATIONS.get(key, key)
+        return next((n for n in (key, attr, f"_{attr}") if n in names), key)
+
+    return tune.TuneConfig(
+        num_samples=num_samples,
+        scheduler=build_scheduler(settings.scheduler if settings else None, key_of),
+        search_alg=build_search_alg(
+            search, exp.seeds, constant_sampling=bool(exp.seeds and exp.spaces)
+        ),
+        max_concurrent_trials=settings.max_concurrent_trials if settings else None,
+    )
+
+
+def _stopped_early(exp: Experiment, trial: dict, as_test: bool) -> bool:
+    """True for a trial a scheduler stopped before its budget (not an error)."""
+    if exp.tune is None or exp.tune.scheduler is None or trial["error"] or not trial["history"]:
+        return False
+    last = trial["history"][-1]
+    if as_test and trial["passed_at"] is not None:
+        return False
+    return not any((_num(last.get(k)) or 0.0) >= v for k, v in exp.stop.items())
+
+
 def _grid_params(exp: Experiment, config: dict) -> dict[str, Any]:
-    """The grid values a trial ran with, under the YAML's key names."""
+    """The swept values a trial ran with (grids, spaces, seed), under the YAML's names."""
     out = {}
-    for key in exp.grid:
+    keys = [*exp.grid, *exp.spaces]
+    if exp.tune is not None and exp.tune.scheduler is not None:
+        keys += [k for k in exp.tune.scheduler.mutations if k not in keys]
+    if exp.seeds:
+        keys.append("seed")
+    for key in keys:
         attr = CONFIG_TRANSLATIONS.get(key, key)
         for name in (key, attr, f"_{attr}"):  # properties are stored as _<name>
             if name in config:
@@ -461,22 +517,37 @@ def _grid_params(exp: Experiment, config: dict) -> dict[str, Any]:
 
 
 def select_trial(exp: Experiment, trials: list[dict]) -> dict:
-    """Alg. 2 of the SELLF paper over the trials (see :mod:`rllib_fair.cli.sweep`)."""
-    from rllib_fair.cli.sweep import select, trailing_mean
+    """The ``selection`` rule over configurations (see :mod:`rllib_fair.cli.sweep`).
+
+    Trials with equal swept values apart from the seed form one configuration; its
+    disparity and reward are the means over its seeds (``*_std``: the spread).
+    """
+    from statistics import mean, pstdev
+
+    from rllib_fair.cli.sweep import RULES, select_by_rule, trailing_mean
 
     sel = exp.selection
-    scores = [
-        {
-            "trial": t["trial"],
-            "params": t["params"],
-            "disparity": trailing_mean(t["history"], sel.disparity, sel.last_iterations),
-            "reward": trailing_mean(t["history"], sel.reward, sel.last_iterations),
+    by_config: dict[str, list[dict]] = {}
+    for t in trials:
+        params = {k: v for k, v in t["params"].items() if k != "seed"}
+        by_config.setdefault(json.dumps(params, sort_keys=True, default=str), []).append(t)
+    scores = []
+    for members in by_config.values():
+        score: dict[str, Any] = {
+            "trial": members[0]["trial"],
+            "trials": [t["trial"] for t in members],
+            "seeds": [t["params"].get("seed") for t in members] if exp.seeds else None,
+            "params": {k: v for k, v in members[0]["params"].items() if k != "seed"},
         }
-        for t in trials
-    ]
-    chosen = select(scores, sel.omega)
+        for what, key in (("disparity", sel.disparity), ("reward", sel.reward)):
+            vals = [trailing_mean(t["history"], key, sel.last_iterations) for t in members]
+            vals = [v for v in vals if v is not None]
+            score[what] = mean(vals) if vals else None
+            score[f"{what}_std"] = pstdev(vals) if len(vals) > 1 else None
+        scores.append(score)
+    chosen = select_by_rule(scores, sel.rule, sel.omega)
     return {
-        "rule": "SELLF Alg. 2: highest reward among the minimal max(|Delta| - omega, 0)",
+        "rule": RULES[sel.rule],
         "disparity_key": sel.disparity,
         "reward_key": sel.reward,
         "omega": sel.omega,
@@ -506,6 +577,11 @@ def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
         )
         if t["error"]:
             print(f"  error: {t['error']}", file=file)
+        elif t.get("stopped_early"):
+            print(
+                f"  stopped early by the {exp.tune.scheduler.type} scheduler (not an error)",
+                file=file,
+            )
         f = t.get("faults") or {}
         if f.get("total") or f.get("step_failures"):
             print(
@@ -540,13 +616,36 @@ def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
             )
         else:
             params = ", ".join(f"{k}={v}" for k, v in chosen["params"].items()) or "-"
+            rule = (
+                f"Alg. 2, omega {sel['omega']:g}"
+                if exp.selection.rule == "sellf"
+                else exp.selection.rule
+            )
+            spread = ""
+            if chosen.get("seeds"):
+                spread = (
+                    f", mean over seeds {chosen['seeds']} (std {_fmt(chosen['disparity_std'])}"
+                    f", {_fmt(chosen['reward_std'], '.3f')})"
+                )
             print(
-                f"selected (Alg. 2, omega {sel['omega']:g}, {sel['disparity_key']} "
+                f"selected ({rule}, {sel['disparity_key']} "
                 f"{chosen['disparity']:.4f}, {sel['reward_key']} {chosen['reward']:.3f}, "
-                f"mean of last {sel['last_iterations']}): {chosen['trial']} {params}",
+                f"mean of last {sel['last_iterations']}{spread}): {chosen['trial']} {params}",
                 file=file,
             )
         print(f"selection: {summary['storage']}/{exp.name}/selection.json", file=file)
+    pareto = summary.get("pareto")
+    if pareto is not None:
+        if "error" in pareto:
+            print(f"pareto front: not written ({pareto['error']})", file=file)
+        else:
+            print(
+                "\nreward-gap Pareto front over configurations (* = on the front; mean +- std "
+                "over seeds):",
+                file=file,
+            )
+            print(pareto["table"], file=file)
+            print(f"pareto: {', '.join(pareto['files'])}", file=file)
     print(f"results: {summary['storage']}/{exp.name}", file=file)
 
 

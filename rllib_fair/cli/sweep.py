@@ -42,7 +42,13 @@ GRID_KEY = "grid_search"
 DEFAULT_REWARD_KEY = "env_runners/episode_return_mean"
 DEFAULT_OMEGA = 0.05
 DEFAULT_LAST_ITERATIONS = 3
-SELECTION_KEYS = ("disparity", "reward", "omega", "last_iterations")
+SELECTION_KEYS = ("rule", "disparity", "reward", "omega", "last_iterations")
+#: Selection rules over configurations (scores are means over a configuration's seeds).
+RULES = {
+    "sellf": "SELLF Alg. 2: highest reward among the minimal max(|Delta| - omega, 0)",
+    "max_reward": "highest reward",
+    "min_disparity": "lowest |Delta| (ties: highest reward)",
+}
 MAX_GRID_POINTS = 1000
 # Settings a grid may not vary: the runner reports the gap of one notion per experiment.
 NOT_GRIDDABLE = {
@@ -107,6 +113,7 @@ class Selection:
     reward: str = DEFAULT_REWARD_KEY
     omega: float = DEFAULT_OMEGA
     last_iterations: int = DEFAULT_LAST_ITERATIONS
+    rule: str = "sellf"
 
 
 def default_disparity_key(config) -> str:
@@ -151,8 +158,14 @@ def parse_selection(block: Any, config) -> Selection:
     last = block.get("last_iterations", DEFAULT_LAST_ITERATIONS)
     if isinstance(last, bool) or not isinstance(last, int) or last < 1:
         raise SweepError(f"selection.last_iterations: {last!r} is invalid; valid: an integer >= 1")
+    rule = block.get("rule", "sellf")
+    if rule not in RULES:
+        raise SweepError(f"selection.rule: {rule!r} is invalid; valid: {', '.join(RULES)}")
     out = Selection(
-        disparity=default_disparity_key(config), omega=float(omega), last_iterations=last
+        disparity=default_disparity_key(config),
+        omega=float(omega),
+        last_iterations=last,
+        rule=rule,
     )
     for field_name in ("disparity", "reward"):
         if field_name in block:
@@ -178,6 +191,22 @@ def trailing_mean(history: list[dict], key: str, last: int) -> float | None:
             if len(values) == last:
                 break
     return sum(values) / len(values) if values else None
+
+
+def select_by_rule(scores: list[dict], rule: str, omega: float) -> int | None:
+    """The index ``rule`` (one of :data:`RULES`) picks among ``scores``, or None."""
+    if rule == "sellf":
+        return select(scores, omega)
+    valid = [
+        i
+        for i, s in enumerate(scores)
+        if s.get("disparity") is not None and s.get("reward") is not None
+    ]
+    if not valid:
+        return None
+    if rule == "max_reward":
+        return max(valid, key=lambda i: scores[i]["reward"])
+    return min(valid, key=lambda i: (abs(scores[i]["disparity"]), -scores[i]["reward"]))
 
 
 def select(scores: list[dict], omega: float) -> int | None:

@@ -221,10 +221,10 @@ def _pm(ms: tuple, spec: str = ".4f") -> str:
 
 
 def format_table(rows: list[dict]) -> str:
-    """Markdown table: one line per configuration."""
+    """Markdown table: one line per configuration (``*``: on its env's Pareto front)."""
     notions = sorted({n for r in rows for n in r["gap"]})
     head = ["configuration", "algo", "env", "seeds", "env steps", "return"]
-    head += [f"gap {n}" for n in notions] + ["rates (main notion)", "steps/s"]
+    head += [f"gap {n}" for n in notions] + ["rates (main notion)", "steps/s", "Pareto"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         rates = ", ".join(f"{g} {_pm(ms, '.3f')}" for g, ms in r["rates"].items()) or "-"
@@ -238,6 +238,7 @@ def format_table(rows: list[dict]) -> str:
         ]
         cells += [_pm(r["gap"].get(n, (None, None, 0))) for n in notions]
         cells += [f"{r['notion']}: {rates}", _pm(r["steps_per_s"], ".0f")]
+        cells.append("*" if r.get("pareto") else "")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -548,6 +549,8 @@ def compare(paths: list[str], out: str | Path, last: int = 1, plots: bool = True
     trials = find_trials(paths)
     configs = group(trials)
     rows = summarize(configs, last=last)
+    for row, on in zip(rows, pareto_front(rows), strict=True):
+        row["pareto"] = on  # on the env's reward-gap front (mean over seeds)
     out = Path(out).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     table = format_table(rows)

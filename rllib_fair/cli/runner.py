@@ -484,7 +484,14 @@ def tune_config(exp: Experiment):
             search, exp.seeds, constant_sampling=bool(exp.seeds and exp.spaces)
         ),
         max_concurrent_trials=settings.max_concurrent_trials if settings else None,
+        # A searcher's trials are otherwise named after every setting of the config.
+        trial_dirname_creator=_short_trial_name if search is not None else None,
     )
+
+
+def _short_trial_name(trial) -> str:
+    """``<trainable>_<trial id>``: the folder name of a search algorithm's trial."""
+    return f"{trial.trainable_name}_{trial.trial_id}"
 
 
 def _stopped_early(exp: Experiment, trial: dict, as_test: bool) -> bool:

@@ -372,7 +372,8 @@ def _plot_pareto(
     notion = rows[0]["notion"] if rows else "?"
     ax.set_xlabel(f"gap ({notion}), lower is fairer")
     ax.set_ylabel("episode return")
-    ax.set_title("configurations: mean +- std over seeds")
+    env = rows[0]["env"] if rows else "?"
+    ax.set_title(f"{env}: reward vs gap per configuration (mean +- std over seeds)", fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

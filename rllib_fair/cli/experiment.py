@@ -18,6 +18,10 @@ File format (RLlib's classic tuned-example layout, one or more experiments)::
 A config value may be a grid, ``{grid_search: [v1, v2, ...]}``: one trial per grid
 point, then the SELLF paper's selection rule (Alg. 2) picks one configuration; an
 optional ``selection:`` block sets its metric and omega (see :mod:`rllib_fair.cli.sweep`).
+A config value may also be a sampled space (``{uniform: [a, b]}``, ``{loguniform: ...}``,
+``{choice: [...]}``, ``{randint: ...}``, ``{quniform: [a, b, q]}``); ``seeds:`` runs every
+configuration on every seed and a ``tune:`` block adds a scheduler and a search
+algorithm (see :mod:`rllib_fair.cli.tuning`).
 
 Everything is checked here before anything runs (no Ray, no folder): a problem raises
 :class:`ExperimentError` whose message is one line naming the key, the bad value and

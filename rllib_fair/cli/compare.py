@@ -148,14 +148,24 @@ def group(trials: list[Trial]) -> list[Configuration]:
         ]
         buckets: dict[str, Configuration] = {}
         for t in members:
-            label_parts = [f"{k}={t.params.get(k)}" for k in varying]
-            label = f"{t.experiment}" + (f" [{', '.join(label_parts)}]" if label_parts else "")
-            cfg = buckets.setdefault(
-                label, Configuration(t.experiment, t.algo, t.env, t.notion, label)
-            )
+            key = json.dumps([t.params.get(k) for k in varying], sort_keys=True, default=str)
+            cfg = buckets.setdefault(key, Configuration(t.experiment, t.algo, t.env, t.notion, ""))
             cfg.trials.append(t)
+        # sampled floats are shown with 4 significant digits unless that merges two labels
+        for short in (True, False):
+            for cfg in buckets.values():
+                parts = [f"{k}={_label_value(cfg.trials[0].params.get(k), short)}" for k in varying]
+                cfg.label = cfg.experiment + (f" [{', '.join(parts)}]" if parts else "")
+            if len({cfg.label for cfg in buckets.values()}) == len(buckets):
+                break
         configs.extend(buckets.values())
     return configs
+
+
+def _label_value(value: Any, short: bool) -> str:
+    if short and isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def _final(t: Trial, key: str, last: int) -> float | None:

@@ -37,8 +37,10 @@ there because Tune perturbs them by a factor without bounds). Search algorithm:
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 SPACE_TYPES = ("uniform", "loguniform", "choice", "randint", "quniform")
@@ -498,9 +500,22 @@ class SeedRepeater(_seed_repeater_base()):
         self.__dict__.update(state)
 
     def save(self, checkpoint_path: str) -> None:
-        """Saves the wrapped searcher."""
-        self.searcher.save(checkpoint_path)
+        """Saves the seed groups and the wrapped searcher in one file (Tune moves one file)."""
+        inner = Path(f"{checkpoint_path}.inner")
+        self.searcher.save(str(inner))
+        blob = {"inner": inner.read_bytes(), "state": self.get_state()}
+        inner.unlink()
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump(blob, f)
 
     def restore(self, checkpoint_path: str) -> None:
-        """Restores the wrapped searcher."""
-        self.searcher.restore(checkpoint_path)
+        """Restores :meth:`save` (a file Tune wrote itself; never a user's file)."""
+        with open(checkpoint_path, "rb") as f:
+            blob = pickle.load(f)  # noqa: S301 - Tune's own experiment checkpoint
+        inner = Path(f"{checkpoint_path}.inner")
+        inner.write_bytes(blob["inner"])
+        try:
+            self.searcher.restore(str(inner))
+        finally:
+            inner.unlink()
+        self.set_state(blob["state"])

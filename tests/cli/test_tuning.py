@@ -349,6 +349,33 @@ def test_seed_repeater_runs_each_suggestion_on_every_seed_and_reports_means():
     assert tid == "t0" and result[RETURN_KEY] == 15.0 and result[GAP_KEY] == pytest.approx(0.2)
 
 
+def test_seed_repeater_checkpoint_keeps_its_groups_and_the_searcher(tmp_path):
+    from ray import tune
+    from ray.tune.search.optuna import OptunaSearch
+
+    from rllib_fair.cli.tuning import SeedRepeater
+
+    def make():
+        searcher = OptunaSearch(
+            space={"lr": tune.loguniform(1e-4, 1e-2)},
+            metric=[RETURN_KEY, GAP_KEY],
+            mode=["max", "min"],
+            seed=0,
+        )
+        return SeedRepeater(searcher, [0, 1])
+
+    rep = make()
+    first = rep.suggest("t0")
+    rep.on_trial_complete("t0", {RETURN_KEY: 1.0, GAP_KEY: 0.1})
+    rep.save_to_dir(str(tmp_path))
+    again = make()
+    again.restore_from_dir(str(tmp_path))
+    second = again.suggest("t1")  # the same proposal on the next seed
+    assert second == {**first, "seed": 1}
+    again.on_trial_complete("t1", {RETURN_KEY: 3.0, GAP_KEY: 0.3})
+    assert again.searcher._ot_study.trials[0].values == pytest.approx([2.0, 0.2])
+
+
 # --------------------------------------------------------------------------- Pareto
 
 

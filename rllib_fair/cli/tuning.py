@@ -30,8 +30,9 @@ A ``tune:`` block adds a trial scheduler and/or a search algorithm::
 Schedulers: ``asha``, ``median_stopping`` and ``pbt`` (population based training; its
 ``hyperparam_mutations`` maps config keys to lists of values: a perturbation moves to a
 neighbouring value, a resample draws from the list; continuous spaces are not accepted
-there because Tune perturbs them by a factor without bounds). Search algorithm:
-``optuna`` (``pip install 'rllib-fair[tune]'``), single- or multi-objective.
+there because Tune perturbs them by a factor without bounds). Search algorithms
+(``pip install 'rllib-fair[tune]'``): ``optuna``, single- or multi-objective, and
+``hyperopt`` (TPE), single-objective.
 """
 
 from __future__ import annotations
@@ -248,7 +249,9 @@ SCHEDULER_DEFAULTS = {
     "median_stopping": {"time_attr": "training_iteration", "grace_period": 1},
     "pbt": {"time_attr": "training_iteration", "perturbation_interval": 1},
 }
-SEARCH_ALGS = {"optuna": {"seed": _int_at_least(0)}}
+SEARCH_ALGS = {"optuna": {"seed": _int_at_least(0)}, "hyperopt": {"seed": _int_at_least(0)}}
+#: Search algorithms that take several metrics (multi-objective).
+MULTI_OBJECTIVE = ("optuna",)
 
 
 def _metrics(where: str, block: dict, check_metric: Callable[[str, str], str], multi: bool):
@@ -364,7 +367,7 @@ def parse_tune(
             got = search.get("type") if isinstance(search, dict) else search
             raise TuneError(f"{where}.type: {got!r} is invalid; valid: {', '.join(SEARCH_ALGS)}")
         kind = search["type"]
-        metrics, modes = _metrics(where, search, check_metric, multi=True)
+        metrics, modes = _metrics(where, search, check_metric, multi=kind in MULTI_OBJECTIVE)
         options = _options(where, search, SEARCH_ALGS[kind])
         _check_installed(kind)
         out.search_alg = SearchSpec(kind, metrics, modes, options)
@@ -419,14 +422,21 @@ def build_search_alg(spec: SearchSpec | None, seeds: list[int] | None, *, consta
         from ray.tune.search.basic_variant import BasicVariantGenerator
 
         return BasicVariantGenerator(constant_grid_search=True)
-    from ray.tune.search.optuna import OptunaSearch
+    if spec.type == "hyperopt":
+        from ray.tune.search.hyperopt import HyperOptSearch
 
-    multi = len(spec.metrics) > 1
-    searcher = OptunaSearch(
-        metric=spec.metrics if multi else spec.metrics[0],
-        mode=spec.modes if multi else spec.modes[0],
-        seed=spec.options.get("seed"),
-    )
+        searcher = HyperOptSearch(
+            metric=spec.metrics[0], mode=spec.modes[0], random_state_seed=spec.options.get("seed")
+        )
+    else:
+        from ray.tune.search.optuna import OptunaSearch
+
+        multi = len(spec.metrics) > 1
+        searcher = OptunaSearch(
+            metric=spec.metrics if multi else spec.metrics[0],
+            mode=spec.modes if multi else spec.modes[0],
+            seed=spec.options.get("seed"),
+        )
     if seeds:
         return SeedRepeater(searcher, seeds)
     return searcher

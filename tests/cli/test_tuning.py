@@ -291,7 +291,7 @@ def test_tune_objects_are_built_with_metric_and_mode_in_one_place():
             SPACE,
             r"not a metric of notion 'equal_opportunity'",
         ),
-        ({"search_alg": {**OPTUNA, "type": "hyperopt"}}, SPACE, r"search_alg.type: 'hyperopt'"),
+        ({"search_alg": {**OPTUNA, "type": "bayesopt"}}, SPACE, r"search_alg.type: 'bayesopt'"),
         ({"search_alg": OPTUNA}, {}, r"^tune.search_alg: needs at least one sampled space"),
         (
             {"search_alg": OPTUNA},
@@ -304,6 +304,24 @@ def test_tune_objects_are_built_with_metric_and_mode_in_one_place():
 )
 def test_bad_tune_blocks_are_one_line_errors(tune, config, match):
     rejected(spec(tune=tune, config=config), match)
+
+
+@pytest.mark.parametrize("kind", ["optuna", "hyperopt"])
+def test_search_algorithms_suggest_inside_the_space(kind):
+    from rllib_fair.cli.runner import tune_config
+
+    block = {"type": kind, "metric": RETURN_KEY, "mode": "max", "seed": 0}
+    exp = validate_experiment("exp", spec(tune={"search_alg": block}, config=SPACE))
+    searcher = tune_config(exp).search_alg
+    assert searcher.set_search_properties(None, None, param_space(exp).to_dict())
+    for i in range(3):
+        assert 0.0001 <= searcher.suggest(f"t{i}")["lr"] <= 0.01
+
+
+def test_hyperopt_is_single_objective():
+    block = {**OPTUNA, "type": "hyperopt"}
+    match = r"search_alg.metric: \[.* a result key$"
+    rejected(spec(tune={"search_alg": block}, config=SPACE), match)
 
 
 def test_optuna_missing_names_the_extra(monkeypatch):

@@ -195,7 +195,11 @@ def test_tune_block_parses_schedulers_and_search_algorithms():
 
 
 def test_tune_objects_are_built_with_metric_and_mode_in_one_place():
-    from ray.tune.schedulers import AsyncHyperBandScheduler, PopulationBasedTraining
+    from ray.tune.schedulers import (
+        AsyncHyperBandScheduler,
+        MedianStoppingRule,
+        PopulationBasedTraining,
+    )
     from ray.tune.search.optuna import OptunaSearch
 
     from rllib_fair.cli.runner import tune_config
@@ -205,6 +209,10 @@ def test_tune_objects_are_built_with_metric_and_mode_in_one_place():
     tc = tune_config(exp)
     assert isinstance(tc.scheduler, AsyncHyperBandScheduler)
     assert tc.metric is None and tc.mode is None  # given to the scheduler only
+    median = {"type": "median_stopping", "metric": GAP_KEY, "mode": "min", "grace_period": 2}
+    tc = tune_config(validate_experiment("exp", spec(tune={"scheduler": median})))
+    assert isinstance(tc.scheduler, MedianStoppingRule)
+    assert tc.scheduler._metric == GAP_KEY and tc.scheduler._grace_period == 2
     exp = validate_experiment(
         "exp", spec(seeds=[0, 1], num_samples=3, tune={"search_alg": OPTUNA}, config=SPACE)
     )

@@ -466,7 +466,9 @@ RETURN_COLUMNS = ("reward_per_step", "episode_return", "reward_mean", "return")
 GAP_COLUMNS = ("bias", "disparity_mean", "gap")
 
 
-def _cell(v: str) -> float | str:
+def _cell(v: str) -> float | str | None:
+    if v is None or v == "":
+        return None  # an empty cell: a metric a run did not report
     try:
         return float(v)
     except ValueError:
@@ -485,8 +487,9 @@ def compare_run_tables(paths: list[str], out: Path, plots: bool = True) -> dict:
             rows += [{k: _cell(v) for k, v in r.items()} for r in csv.DictReader(f)]
     if not rows:
         raise CompareError(f"RESULTS: no rows in {', '.join(paths)}")
-    keys = [k for k in rows[0] if k != "seed" and isinstance(rows[0][k], str)]
-    metrics = [k for k in rows[0] if k != "seed" and not isinstance(rows[0][k], str)]
+    columns = [k for k in rows[0] if k != "seed"]
+    keys = [k for k in columns if any(isinstance(r.get(k), str) for r in rows)]
+    metrics = [k for k in columns if k not in keys]
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)

@@ -82,11 +82,11 @@ def test_compare_run_table_csv(tmp_path, capsys):
     """Per-run CSVs of the reproduction scripts: configurations over seeds, frontier plot."""
     path = tmp_path / "runs.csv"
     path.write_text(
-        "algo,env,seed,reward_per_step,bias,train_seconds\n"
-        "ppo,lending,0,0.15,0.20,10\n"
-        "ppo,lending,1,0.13,0.10,12\n"
-        "elbertpo,lending,0,0.14,0.02,20\n"
-        "elbertpo,lending,1,0.16,0.04,22\n"
+        "algo,env,seed,reward_per_step,bias,train_seconds,extra\n"
+        "ppo,lending,0,0.15,0.20,10,\n"
+        "ppo,lending,1,0.13,0.10,12,\n"
+        "elbertpo,lending,0,0.14,0.02,20,0.5\n"
+        "elbertpo,lending,1,0.16,0.04,22,0.7\n"
     )
     assert main(["compare", str(path), "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
@@ -94,6 +94,8 @@ def test_compare_run_table_csv(tmp_path, capsys):
     assert "| elbertpo | lending | 2 | 0.1500 +- 0.0100 | 0.0300 +- 0.0100 | 21 +- 1 |" in printed
     rows = json.loads((tmp_path / "out" / "compare.json").read_text())
     assert [r["runs"] for r in rows] == [2, 2]
+    # a metric some runs leave empty is still a metric, not a grouping column
+    assert rows[0]["extra"][0] is None and rows[1]["extra"][0] == pytest.approx(0.6)
     assert (tmp_path / "out" / "frontier_lending.png").read_bytes()[:4] == b"\x89PNG"
     assert main(["compare", str(path), str(tmp_path)]) == 2
     assert "either experiment folders or CSV files" in capsys.readouterr().err

@@ -56,22 +56,39 @@ class Configuration:
     trials: list[Trial] = field(default_factory=list)
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
+def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    """Flattens a nested result dict into ``a/b/c`` keys (like Tune does)."""
+    out: dict[str, Any] = {}
     for k, v in d.items():
+        key = f"{prefix}{k}"
         if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}/"))
+            out.update(flatten(v, key + "/"))
         else:
-            out[f"{prefix}{k}"] = v
+            out[key] = v
     return out
 
 
-def _num(v: Any) -> float | None:
+def finite_number(v: Any) -> float | None:
+    """``float(v)`` if that is a finite number, else None."""
     try:
         f = float(v)
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
+
+
+def read_results(folder: str | Path | None) -> list[dict]:
+    """A trial's results as Tune wrote them to ``result.json``, flattened (NaN kept)."""
+    path = Path(folder) / "result.json" if folder else None
+    if path is None or not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(flatten(json.loads(line)))
+        except ValueError:
+            continue
+    return rows
 
 
 def _algo_name(trainable: str) -> str:
@@ -106,8 +123,7 @@ def find_trials(paths: list[str]) -> list[Trial]:
             )
         for folder in sorted(found):
             params = json.loads((folder / "params.json").read_text())
-            lines = (folder / "result.json").read_text().splitlines()
-            rows = [_flat(json.loads(line)) for line in lines if line.strip()]
+            rows = read_results(folder)
             if not rows:
                 continue
             env = str(params.get("env"))
@@ -169,7 +185,7 @@ def _label_value(value: Any, short: bool) -> str:
 
 
 def _final(t: Trial, key: str, last: int) -> float | None:
-    values = [v for v in (_num(r.get(key)) for r in t.rows[-last:]) if v is not None]
+    values = [v for v in (finite_number(r.get(key)) for r in t.rows[-last:]) if v is not None]
     return float(np.mean(values)) if values else None
 
 
@@ -192,7 +208,9 @@ def summarize(configs: list[Configuration], last: int = 1) -> list[dict]:
             "trials": len(c.trials),
             "seeds": sorted({str(t.seed) for t in c.trials}),
             "iterations": int(np.mean([t.rows[-1].get("training_iteration", 0) for t in c.trials])),
-            "env_steps": int(np.mean([_num(t.rows[-1].get(STEPS_KEY)) or 0 for t in c.trials])),
+            "env_steps": int(
+                np.mean([finite_number(t.rows[-1].get(STEPS_KEY)) or 0 for t in c.trials])
+            ),
         }
         row["return"] = _mean_std([_final(t, RETURN_KEY, last) for t in c.trials])
         notions = sorted(
@@ -215,8 +233,8 @@ def summarize(configs: list[Configuration], last: int = 1) -> list[dict]:
         }
         speeds = []
         for t in c.trials:
-            steps = _num(t.rows[-1].get(STEPS_KEY))
-            secs = _num(t.rows[-1].get("time_total_s"))
+            steps = finite_number(t.rows[-1].get(STEPS_KEY))
+            secs = finite_number(t.rows[-1].get("time_total_s"))
             speeds.append(steps / secs if steps and secs else None)
         row["steps_per_s"] = _mean_std(speeds)
         out.append(row)
@@ -436,8 +454,8 @@ def plot(configs: list[Configuration], rows: list[dict], out: Path) -> list[Path
             ):
                 curves = []
                 for t in c.trials:
-                    xs = [_num(row.get(STEPS_KEY)) or 0.0 for row in t.rows]
-                    ys = [_num(row.get(key)) for row in t.rows]
+                    xs = [finite_number(row.get(STEPS_KEY)) or 0.0 for row in t.rows]
+                    ys = [finite_number(row.get(key)) for row in t.rows]
                     curves.append((xs, ys))
                 n = min(len(xs) for xs, _ in curves)
                 x = np.array(curves[0][0][:n])
@@ -500,7 +518,7 @@ def compare_run_tables(paths: list[str], out: Path, plots: bool = True) -> dict:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     summary = []
     for key, members in groups.items():
-        stats = {m: _mean_std([_num(r.get(m)) for r in members]) for m in metrics}
+        stats = {m: _mean_std([finite_number(r.get(m)) for r in members]) for m in metrics}
         summary.append({"key": dict(zip(keys, key, strict=True)), "runs": len(members), **stats})
         cells = [str(v) for v in key] + [str(len(members))]
         cells += [_pm(stats[c], ".4f" if c != "train_seconds" else ".0f") for c in shown]

@@ -15,30 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rllib_fair.cli.compare import finite_number as _num
+from rllib_fair.cli.compare import flatten, read_results
 from rllib_fair.cli.experiment import CONFIG_TRANSLATIONS, Criterion, Experiment, param_space
 
 RETURN_KEY = "env_runners/episode_return_mean"
 STEPS_KEY = "num_env_steps_sampled_lifetime"
-
-
-def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
-    """Flattens a nested result dict into ``a/b/c`` keys (like Tune does)."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(flatten(v, key + "/"))
-        else:
-            out[key] = v
-    return out
-
-
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def gap_key(exp: Experiment) -> str:
@@ -371,7 +353,7 @@ def run_experiment(
             bad = next(
                 (
                     (int(r.get("training_iteration", 0) or 0), msg)
-                    for r in _raw_results(res.path)
+                    for r in read_results(res.path)
                     if (msg := nonfinite_loss(r)) is not None
                 ),
                 None,
@@ -429,19 +411,6 @@ def run_experiment(
     for t in trials:
         del t["history"]
     return summary
-
-
-def _raw_results(path: str | None) -> list[dict]:
-    """A trial's results as Tune wrote them to ``result.json``, flattened."""
-    if not path or not (Path(path) / "result.json").exists():
-        return []
-    rows = []
-    for line in (Path(path) / "result.json").read_text().splitlines():
-        try:
-            rows.append(flatten(json.loads(line)))
-        except ValueError:
-            continue
-    return rows
 
 
 def _error_line(error: BaseException) -> str:

@@ -113,7 +113,12 @@ class AddFairnessColumns(ConnectorV2):
             n_groups = self._n_groups or _infer_n_groups(infos)
             num_valid = n - 1 if phantom else n
             cols = fairness_columns_from_infos(infos, n_groups, num_valid=num_valid)
-            step_gaps = [info.get(keys.INFO_DISPARITY) for info in all_infos[: num_valid + 1]]
+            # Only algorithms that regularise with it get the disparity in their infos.
+            step_gaps = (
+                [info.get(keys.INFO_DISPARITY) for info in all_infos[: num_valid + 1]]
+                if keys.INFO_DISPARITY in all_infos[0]
+                else [None]
+            )
             if all(g is not None for g in step_gaps):
                 cols.update(disparity_columns(step_gaps[1:], step_gaps[0], n))
             elif self._require_disparity:

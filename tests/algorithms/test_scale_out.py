@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from rllib_fair.algorithms import ALGORITHMS, get_config_class, list_algorithms
+from rllib_fair.cli.runner import flatten
 from rllib_fair.rllib.distributed import replicated_state
 
 pytestmark = pytest.mark.ray
@@ -28,16 +29,6 @@ def smoke_config(name: str):
         .rl_module(model_config={"fcnet_hiddens": [16]})
         .debugging(seed=0)
     )
-
-
-def _flat(d, prefix=""):
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}/"))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def _assert_same(a, b, path="state"):
@@ -64,7 +55,7 @@ def test_two_ddp_learners_train_and_stay_equal(ray_session, name):
         for _ in range(2):
             result = algo.train()
             assert "env_runners" in result, "an env runner crashed (RLlib swallows it)"
-        flat = _flat(result)
+        flat = flatten(result)
         gaps = [v for k, v in flat.items() if k.startswith("fairness/") and k.endswith("/bias")]
         assert gaps and all(math.isfinite(g) for g in gaps)
         assert flat["learners/__all_modules__/num_env_steps_trained_lifetime"] >= 2 * 400
@@ -118,7 +109,7 @@ def test_gpu_learner(ray_session_gpu, name, remote):
         )
         devices = [d.get() if hasattr(d, "get") else d for d in devices]
         assert all(d.startswith("cuda") for d in devices), devices
-        for key, value in _flat(result.get("fairness", {})).items():
+        for key, value in flatten(result.get("fairness", {})).items():
             assert math.isfinite(value), key
     finally:
         algo.stop()

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from rllib_fair.cli import main
+from rllib_fair.cli.runner import flatten
 from rllib_fair.envs.lending import LendingEnv
 
 pytestmark = pytest.mark.ray
@@ -57,16 +58,6 @@ def flaky_env_registered(ray_session):
         gym.register(id=FLAKY_ID, entry_point=FlakyLending)
     tune.register_env(FLAKY_ID, lambda cfg: FlakyLending(**cfg))
     return FLAKY_ID
-
-
-def _flat(d, prefix=""):
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}/"))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def test_env_crash_on_remote_runner_is_survived_and_reported(
@@ -112,7 +103,7 @@ def test_env_crash_on_remote_runner_is_survived_and_reported(
     assert rows[-1]["num_env_steps_sampled_lifetime"] >= 1600
     assert rows[-1]["fault_tolerance"]["num_remote_worker_restarts"] == 1
     for row in rows:
-        for key, value in _flat(row.get("fairness", {})).items():
+        for key, value in flatten(row.get("fairness", {})).items():
             assert math.isfinite(value), key
 
 

@@ -13,12 +13,10 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from rllib_fair.envs.base import (
-    FairEnvMixin,
     as_count,
     as_distributions,
     as_flag,
@@ -26,13 +24,7 @@ from rllib_fair.envs.base import (
     as_probabilities,
     check_any_flag,
 )
-from rllib_fair.fairness.counts import (
-    NUM_FIELDS,
-    POPULATION,
-    QUALIFIED_MASS,
-    decision_counts,
-    empty_counts,
-)
+from rllib_fair.envs.pool import PoolEnv
 
 FICO_TABLE_PATH = Path(__file__).resolve().parent / "data" / "fico_bins.json"
 
@@ -47,7 +39,7 @@ def load_fico_table() -> dict[str, Any]:
         return json.load(fh)
 
 
-class LendingFICOEnv(FairEnvMixin, gym.Env):
+class LendingFICOEnv(PoolEnv):
     """Lending on a resampled pool of applicants with FICO-derived credit scores.
 
     ## Description
@@ -169,7 +161,6 @@ class LendingFICOEnv(FairEnvMixin, gym.Env):
         check_any_flag([("obs_bin", self.obs_bin), ("obs_group", self.obs_group)])
 
         self.n_bins = n_bins
-        self._n_groups = n_groups
         self.group_probs = tuple(gp.tolist())
         self.initial_cluster_probs = cp.copy()
         self.success_probs = sp.copy()
@@ -190,19 +181,10 @@ class LendingFICOEnv(FairEnvMixin, gym.Env):
                     table_obs[g, b, size - n_groups + g] = 1.0
         self._obs_table = [[table_obs[g, b] for b in range(n_bins)] for g in range(n_groups)]
 
-        # Episode state (set in reset()).
-        self._pool_group: list[int] = []
+        # Episode state (set in reset()); the pool bookkeeping lives in PoolEnv.
+        self._init_pool(n_groups, self.n_applicants)
         self._pool_bin: list[int] = []
-        self._pop_rows = np.zeros((NUM_FIELDS - POPULATION, n_groups), dtype=np.float64)
-        self._qualified_mass = [0.0] * n_groups
         self._resource = self.starting_resource
-        self._t = 0
-        self._index = -1
-        self._group = -1
-        self._bin = -1
-        self._label = -1
-        self._u_buf = []
-        self._u_pos = 0
 
     # ------------------------------------------------------------------ public state
 
@@ -212,11 +194,6 @@ class LendingFICOEnv(FairEnvMixin, gym.Env):
         return self._resource
 
     @property
-    def pool_groups(self) -> np.ndarray:
-        """Group of every pool member (a copy)."""
-        return np.array(self._pool_group, dtype=np.int64)
-
-    @property
     def pool_bins(self) -> np.ndarray:
         """Current score bin of every pool member (a copy)."""
         return np.array(self._pool_bin, dtype=np.int64)
@@ -224,22 +201,13 @@ class LendingFICOEnv(FairEnvMixin, gym.Env):
     @property
     def applicant(self) -> tuple[int, int, int]:
         """``(pool index, group, bin)`` of the individual shown in the latest observation."""
-        return self._index, self._group, self._bin
+        i = self._index
+        return i, self._group, (self._pool_bin[i] if i >= 0 else -1)
 
-    @property
-    def elapsed_steps(self) -> int:
-        """Steps taken since the last reset."""
-        return self._t
+    # ------------------------------------------------------------------ dynamics
 
-    # ------------------------------------------------------------------ gymnasium API
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Creates a fresh pool, resets the resource and shows the first individual."""
-        super().reset(seed=seed)
-        self._reset_uniforms(seed)
-        rng = self.np_random
+    def _fill_pool(self, rng: np.random.Generator) -> None:
+        """Creates a fresh pool (group, then score bin per member); resets the resource."""
         n, n_groups = self.n_applicants, self._n_groups
         groups = np.searchsorted(self._group_cum, rng.random(n) * self._group_cum[-1], side="right")
         u_bins = rng.random(n)
@@ -248,63 +216,32 @@ class LendingFICOEnv(FairEnvMixin, gym.Env):
             members = groups == g
             cum = self._cluster_cum[g]
             bins[members] = np.searchsorted(cum, u_bins[members] * cum[-1], side="right")
-        success = self.success_probs
         self._pool_group = groups.tolist()
         self._pool_bin = bins.tolist()
-        self._pop_rows[0] = np.bincount(groups, minlength=n_groups)
-        self._qualified_mass = [float(success[g][bins[groups == g]].sum()) for g in range(n_groups)]
-        self._pop_rows[1] = self._qualified_mass
+        p = self.success_probs[groups, bins]
+        self._pool_p = p.tolist()
+        table = self._obs_table
+        self._pool_obs = [table[g][b] for g, b in zip(self._pool_group, self._pool_bin)]
+        self._reset_population(groups, p)
         self._resource = self.starting_resource
-        self._t = 0
-        obs = self._draw_applicant()
-        counts = empty_counts(n_groups)
-        counts[POPULATION:] = self._pop_rows
-        info = self._decision_info(counts, -1, -1, -1)
-        return obs, info
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """Decides on the shown individual, moves its score, shows the next one."""
-        a = self._accept_reject(action)
-        g = self._group
-        b = self._bin
-        y = self._label
+    def _decide(self, a: int) -> tuple[float, bool]:
+        """A granted loan moves the score one bin up on repayment, one down on default."""
         if a:
+            y = self._label
             reward = y - self.cost
             self._resource += reward
+            i = self._index
+            b = self._pool_bin[i]
             if y:
                 dst = b + 1 if b + 1 < self.n_bins else b
             else:
                 dst = b - 1 if b > 0 else b
             if dst != b:
-                self._pool_bin[self._index] = dst
-                success = self._success[g]
-                qm = self._qualified_mass[g] = self._qualified_mass[g] + success[dst] - success[b]
-                self._pop_rows[QUALIFIED_MASS - POPULATION, g] = qm
+                g = self._group
+                self._pool_bin[i] = dst
+                self._pool_obs[i] = self._obs_table[g][dst]
+                self._set_probability(i, g, self._success[g][dst])
         else:
             reward = 0.0
-        self._t += 1
-
-        counts = decision_counts(g, y, a, self._n_groups)
-        counts[POPULATION:] = self._pop_rows
-        info = self._decision_info(counts, g, y, a)
-        terminated = self._resource <= 0.0
-        truncated = self._t >= self.max_steps
-        self._episode_over = terminated or truncated
-        return self._draw_applicant(), reward, terminated, truncated, info
-
-    # ------------------------------------------------------------------ internals
-
-    def _draw_applicant(self) -> np.ndarray:
-        """Draws the next individual from the pool and its label; returns its observation."""
-        u_index, u_label = self._uniform_row()
-        n = self.n_applicants
-        i = int(u_index * n)
-        if i >= n:  # u * n can round up to n for u just below 1
-            i = n - 1
-        g = self._pool_group[i]
-        b = self._pool_bin[i]
-        self._index = i
-        self._group = g
-        self._bin = b
-        self._label = 1 if u_label < self._success[g][b] else 0
-        return self._obs_table[g][b].copy()
+        return reward, self._resource <= 0.0

@@ -23,13 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from rllib_fair.envs.base import (
     MAX_MAGNITUDE,
-    FairEnvMixin,
     _fmt,
     as_count,
     as_distributions,
@@ -37,13 +35,7 @@ from rllib_fair.envs.base import (
     as_positive,
     check_magnitude,
 )
-from rllib_fair.fairness.counts import (
-    NUM_FIELDS,
-    POPULATION,
-    QUALIFIED_MASS,
-    decision_counts,
-    empty_counts,
-)
+from rllib_fair.envs.pool import PoolEnv
 
 STANDIN_PATH = Path(__file__).resolve().parent / "data" / "school_admission_standin.json"
 
@@ -502,7 +494,7 @@ def _check_params(params: Any) -> SchoolAdmissionParams:
 # ----------------------------------------------------------------------------- environment
 
 
-class SchoolAdmissionEnv(FairEnvMixin, gym.Env):
+class SchoolAdmissionEnv(PoolEnv):
     """Admission to a preparatory program on a resampled pool of ENEM-like applicants.
 
     ## Description
@@ -679,7 +671,6 @@ class SchoolAdmissionEnv(FairEnvMixin, gym.Env):
         self.standin_seed = standin_seed
         self.group_probs = (float(gp[0]), float(gp[1]))
         self._group_cum = np.cumsum(gp)
-        self._n_groups = 2
         cards = params.cardinalities
         self.n_features = len(cards)
         self.n_dims = params.n_dims
@@ -710,24 +701,15 @@ class SchoolAdmissionEnv(FairEnvMixin, gym.Env):
         self.observation_space = spaces.Box(0.0, 1.0, shape=(size,), dtype=np.float32)
         self.action_space = spaces.Discrete(2)
 
-        # Episode state (set in reset()).
-        self._pool_group: list[int] = []
+        # Episode state (set in reset()); the pool bookkeeping lives in PoolEnv.
+        self._init_pool(2, self.n_applicants)
         self._pool_age: list[int] = []
         self._pool_gain: list[int] = []
         self._pool_base: list[float] = []
         self._pool_alpha: list[float] = []
-        self._pool_p: list[float] = []
         self._pool_cats = np.zeros((0, self.n_features), dtype=np.int64)
         self._pool_obs = np.zeros((0, size), dtype=np.float32)
-        self._pop_rows = np.zeros((NUM_FIELDS - POPULATION, 2), dtype=np.float64)
-        self._qualified_mass = [0.0, 0.0]
         self._resource = self.starting_resource
-        self._t = 0
-        self._index = -1
-        self._group = -1
-        self._label = -1
-        self._u_buf = []
-        self._u_pos = 0
 
     # ------------------------------------------------------------------ constructors
 
@@ -790,11 +772,6 @@ class SchoolAdmissionEnv(FairEnvMixin, gym.Env):
         return self._resource
 
     @property
-    def pool_groups(self) -> np.ndarray:
-        """Group of every pool member (a copy)."""
-        return np.array(self._pool_group, dtype=np.int64)
-
-    @property
     def pool_categories(self) -> np.ndarray:
         """int64 ``[n_applicants, F]``: current level of every feature (a copy)."""
         cats = self._pool_cats.copy()
@@ -828,20 +805,10 @@ class SchoolAdmissionEnv(FairEnvMixin, gym.Env):
         i = self._index
         return i, self._group, (self._pool_p[i] if i >= 0 else math.nan)
 
-    @property
-    def elapsed_steps(self) -> int:
-        """Steps taken since the last reset."""
-        return self._t
+    # ------------------------------------------------------------------ dynamics
 
-    # ------------------------------------------------------------------ gymnasium API
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Draws a fresh pool, resets the resource and shows the first individual."""
-        super().reset(seed=seed)
-        self._reset_uniforms(seed)
-        rng = self.np_random
+    def _fill_pool(self, rng: np.random.Generator) -> None:
+        """Draws a fresh pool (group, then features or a data row); resets the resource."""
         n, n_features = self.n_applicants, self.n_features
         groups = np.searchsorted(self._group_cum, rng.random(n) * self._group_cum[-1], side="right")
         groups = np.minimum(groups, 1)
@@ -882,21 +849,11 @@ class SchoolAdmissionEnv(FairEnvMixin, gym.Env):
         self._pool_base = base.tolist()
         self._pool_alpha = p.tolist()
         self._pool_p = list(self._pool_alpha)
-        self._pop_rows[0] = np.bincount(groups, minlength=2)
-        self._qualified_mass = [float(p[groups == g].sum()) for g in range(2)]
-        self._pop_rows[1] = self._qualified_mass
+        self._reset_population(groups, p)
         self._resource = self.starting_resource
-        self._t = 0
-        obs0 = self._draw_applicant()
-        counts = empty_counts(2)
-        counts[POPULATION:] = self._pop_rows
-        info = self._decision_info(counts, -1, -1, -1)
-        return obs0, info
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """Decides on the shown individual, updates its gain and age, shows the next one."""
-        a = self._accept_reject(action)
-        g = self._group
+    def _decide(self, a: int) -> tuple[float, bool]:
+        """Sets the decided individual's gain indicator (accepted or passed) and ages it."""
         i = self._index
         y = self._label
         if a:
@@ -927,32 +884,12 @@ class SchoolAdmissionEnv(FairEnvMixin, gym.Env):
                     p = 1.0
             else:
                 p = alpha
+            # PoolEnv._set_probability, inlined (most steps change the probability).
+            g = self._group
             qm = self._qualified_mass[g] = self._qualified_mass[g] + p - self._pool_p[i]
             self._pool_p[i] = p
-            self._pop_rows[QUALIFIED_MASS - POPULATION, g] = qm
-        self._t += 1
-
-        counts = decision_counts(g, y, a, 2)
-        counts[POPULATION:] = self._pop_rows
-        info = self._decision_info(counts, g, y, a)
-        terminated = self._resource <= 0.0
-        truncated = self._t >= self.max_steps
-        self._episode_over = terminated or truncated
-        return self._draw_applicant(), reward, terminated, truncated, info
-
-    # ------------------------------------------------------------------ internals
-
-    def _draw_applicant(self) -> np.ndarray:
-        """Draws the next individual from the pool and its label; returns its observation."""
-        u_index, u_label = self._uniform_row()
-        n = self.n_applicants
-        i = int(u_index * n)
-        if i >= n:  # u * n can round up to n for u just below 1
-            i = n - 1
-        self._index = i
-        self._group = self._pool_group[i]
-        self._label = 1 if u_label < self._pool_p[i] else 0
-        return self._pool_obs[i].copy()
+            self._pop_rows[1, g] = qm
+        return reward, self._resource <= 0.0
 
 
 # ----------------------------------------------------------------------------- real data

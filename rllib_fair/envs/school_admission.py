@@ -11,485 +11,82 @@ synthetic stand-in calibrated to the published statistics (see
 how they were made). :func:`load_enem` builds the same environment from real ENEM
 microdata (or any CSV / DataFrame of categorical features) by fitting the logistic
 model with numpy.
+
+The pieces live in sibling modules (every name stays importable from here):
+
+| module | holds |
+|---|---|
+| :mod:`rllib_fair.envs.school_admission` | :class:`SchoolAdmissionEnv` (the dynamics) |
+| :mod:`rllib_fair.envs.school_params` | :class:`SchoolAdmissionParams`, its checks |
+| :mod:`rllib_fair.envs.school_standin` | the stand-in generator and its JSON table |
+| :mod:`rllib_fair.envs.school_enem` | :func:`load_enem`, the ENEM / CSV loader |
+| :mod:`rllib_fair.envs.school_fit` | :func:`fit_logistic`, the numpy logistic fit |
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
 
-from rllib_fair.envs.base import (
-    MAX_MAGNITUDE,
-    _fmt,
-    as_count,
-    as_distributions,
-    as_flag,
-    as_positive,
-    check_magnitude,
-)
+from rllib_fair.envs.base import _fmt, as_count, as_distributions, as_flag, as_positive
 from rllib_fair.envs.pool import PoolEnv
-
-STANDIN_PATH = Path(__file__).resolve().parent / "data" / "school_admission_standin.json"
-
-#: Seed of the committed stand-in (``school_admission_standin.json``).
-DEFAULT_STANDIN_SEED = 20250924
-
-#: Published statistics of SELLF's ENEM sample (App. D; Sec. 5.2) the stand-in matches.
-TARGET_GROUP_PROBS: tuple[float, float] = (0.38, 0.62)  # Black/brown, white
-TARGET_POSITIVE_RATE = 0.37
-TARGET_QUALIFICATION_GAP = 0.125  # white minus Black/brown qualification rate
-
-#: Cardinality of each of the stand-in's 38 categorical features (sum 126). Feature 0 is
-#: the three-level age band; the other 37 are anonymous socio-economic features with
-#: 2-6 levels (11 x 2, 11 x 3, 9 x 4, 4 x 5, 2 x 6 levels), in this fixed order.
-STANDIN_CARDINALITIES: tuple[int, ...] = (
-    3,
-    2, 4, 3, 5, 2, 3, 4, 6, 2, 3, 4, 2,
-    5, 3, 2, 4, 3, 2, 4, 3, 6, 2, 4, 3,
-    2, 5, 3, 4, 2, 3, 4, 5, 2, 3, 4, 2, 3,
-)  # fmt: skip
-STANDIN_FEATURE_NAMES: tuple[str, ...] = ("age_band",) + tuple(
-    f"ses_{k:02d}" for k in range(1, len(STANDIN_CARDINALITIES))
+from rllib_fair.envs.school_enem import ENEM_FEATURE_COLUMNS, load_enem
+from rllib_fair.envs.school_fit import _sigmoid, _sigmoid1, fit_logistic
+from rllib_fair.envs.school_params import (
+    SCHOOL_GROUP_NAMES,
+    SchoolAdmissionParams,
+    _check_params,
+)
+from rllib_fair.envs.school_standin import (
+    DEFAULT_STANDIN_SEED,
+    STANDIN_AGE_COEFFICIENTS,
+    STANDIN_AGE_PROBS,
+    STANDIN_CALIBRATION_SIZE,
+    STANDIN_CARDINALITIES,
+    STANDIN_FEATURE_NAMES,
+    STANDIN_PATH,
+    STANDIN_TILT,
+    TARGET_GROUP_PROBS,
+    TARGET_POSITIVE_RATE,
+    TARGET_QUALIFICATION_GAP,
+    _sample_standin,
+    load_standin_table,
+    make_standin_params,
+    params_from_dict,
+    standin_params,
+    standin_to_dict,
+    write_standin_json,
 )
 
-#: Stand-in age band: initial distribution per group (young, middle, old) and the
-#: logistic coefficient of each level (older applicants are less likely to pass).
-STANDIN_AGE_PROBS: tuple[tuple[float, ...], ...] = ((0.50, 0.32, 0.18), (0.60, 0.27, 0.13))
-STANDIN_AGE_COEFFICIENTS: tuple[float, ...] = (0.0, -0.4, -0.8)
-
-#: Strength of the group difference in the stand-in's socio-economic feature
-#: distributions (see :func:`make_standin_params`).
-STANDIN_TILT = 0.15
-
-#: Draws per group of the Monte Carlo sample the stand-in's intercepts are calibrated on.
-STANDIN_CALIBRATION_SIZE = 200_000
-
-#: The 36 socio-economic columns of SELLF's ENEM notebook besides race (the group) and
-#: age (``TP_FAIXA_ETARIA``); a convenient ``feature_columns`` for :func:`load_enem` on
-#: the ENEM microdata.
-ENEM_FEATURE_COLUMNS: tuple[str, ...] = (
-    "TP_SEXO",
-    "TP_ESTADO_CIVIL",
-    "TP_ST_CONCLUSAO",
-    "TP_ANO_CONCLUIU",
-    "TP_ESCOLA",
-    "TP_ENSINO",
-    "IN_TREINEIRO",
-    "TP_DEPENDENCIA_ADM_ESC",
-    "TP_LOCALIZACAO_ESC",
-    "TP_SIT_FUNC_ESC",
-    "TP_LINGUA",
-) + tuple(f"Q{k:03d}" for k in range(1, 26))
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    """Numerically stable logistic function of an array."""
-    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, dtype=np.float64)))
-
-
-def _sigmoid1(z: float) -> float:
-    """Numerically stable logistic function of one float."""
-    if z >= 0.0:
-        return 1.0 / (1.0 + math.exp(-z))
-    ez = math.exp(z)
-    return ez / (1.0 + ez)
-
-
-# ----------------------------------------------------------------------------- parameters
-
-
-@dataclass(frozen=True, eq=False)
-class SchoolAdmissionParams:
-    """Population and pass-probability model of a school admission environment.
-
-    Features are ``F`` categorical variables; feature ``k`` has ``cardinalities[k]``
-    levels and is one-hot encoded into a block of the ``D = sum(cardinalities)``-dim
-    vector ``x`` (blocks in feature order). The pass probability of an applicant of
-    group ``z`` (0 or 1) is ``alpha(x, z) = sigmoid(coefficients . x + group_coefficient
-    * z + intercept)``; with the gain indicator set it is ``min(1, alpha + gain)``.
-
-    Attributes:
-        feature_names: one name per feature.
-        levels: the level labels of each feature (their order is the one-hot order; for
-            the age feature, youngest first).
-        coefficients: float64 ``[D]`` logistic coefficients of the one-hot vector.
-        intercept: logistic intercept.
-        group_coefficient: logistic coefficient of the group indicator ``z``.
-        age_feature: index of the ordinal age feature, or ``None`` (no ageing).
-        group_probs: probability of each group in a fresh pool.
-        category_probs: stand-in only: per feature a float64 ``[2, cardinality]`` array,
-            the level distribution per group (features independent given the group).
-        rows: data only: int64 ``[N, F]`` level index of every data row.
-        row_groups: data only: int64 ``[N]`` group of every data row.
-        info: provenance and calibration / fit statistics (JSON-serialisable).
-    """
-
-    feature_names: tuple[str, ...]
-    levels: tuple[tuple[str, ...], ...]
-    coefficients: np.ndarray
-    intercept: float
-    group_coefficient: float
-    age_feature: int | None
-    group_probs: tuple[float, float]
-    category_probs: tuple[np.ndarray, ...] | None = None
-    rows: np.ndarray | None = None
-    row_groups: np.ndarray | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def cardinalities(self) -> tuple[int, ...]:
-        """Number of levels of each feature."""
-        return tuple(len(lv) for lv in self.levels)
-
-    @property
-    def n_dims(self) -> int:
-        """Length ``D`` of the one-hot feature vector."""
-        return int(sum(self.cardinalities))
-
-    @property
-    def offsets(self) -> np.ndarray:
-        """int64 ``[F]``: first one-hot column of each feature's block."""
-        cards = np.asarray(self.cardinalities, dtype=np.int64)
-        return np.concatenate([[0], np.cumsum(cards)[:-1]]).astype(np.int64)
-
-    def logits(self, categories: Any, groups: Any) -> np.ndarray:
-        """``coefficients . x + group_coefficient * z + intercept`` per applicant.
-
-        Args:
-            categories: int ``[n, F]`` level index of every feature.
-            groups: int ``[n]`` group (0 or 1).
-        """
-        cats = np.asarray(categories, dtype=np.int64)
-        cols = cats + self.offsets[None, :]
-        z = np.asarray(groups, dtype=np.float64)
-        return self.coefficients[cols].sum(axis=1) + self.group_coefficient * z + self.intercept
-
-    def pass_probability(
-        self, categories: Any, groups: Any, gains: Any = 0, gain: float = 0.5
-    ) -> np.ndarray:
-        """``min(1, alpha(x, z) + gain * indicator)`` per applicant (float64 ``[n]``).
-
-        Args:
-            categories: int ``[n, F]`` level index of every feature.
-            groups: int ``[n]`` group (0 or 1).
-            gains: ``[n]`` (or scalar) gain indicator, 0 or 1.
-            gain: the increase of the pass probability while the indicator is set.
-        """
-        alpha = _sigmoid(self.logits(categories, groups))
-        return np.minimum(1.0, alpha + gain * np.asarray(gains, dtype=np.float64))
-
-
-def _sample_standin(
-    category_probs: Sequence[np.ndarray], groups: np.ndarray, u: np.ndarray
-) -> np.ndarray:
-    """Level index ``[n, F]`` of every feature from uniforms ``u [n, F]`` per group."""
-    n_features = len(category_probs)
-    width = max(p.shape[1] for p in category_probs)
-    cats = np.empty((groups.shape[0], n_features), dtype=np.int64)
-    for g in range(2):
-        # Cumulative level probabilities padded to a common width: the last real entry
-        # is forced to exactly 1 (> any uniform) and the padding to 2, so the number of
-        # entries <= u is the sampled level (searchsorted side="right", vectorised).
-        cum = np.full((n_features, width), 2.0)
-        for k, p in enumerate(category_probs):
-            m = p.shape[1]
-            cum[k, :m] = np.cumsum(p[g])
-            cum[k, m - 1] = 1.0
-        members = np.flatnonzero(groups == g)
-        cats[members] = (cum[None, :, :] <= u[members, :, None]).sum(axis=2)
-    return cats
-
-
-def _solve_intercept(scores: np.ndarray, target: float) -> float:
-    """Intercept ``b`` with ``mean(sigmoid(scores + b)) = target`` (bisection, 64 steps)."""
-    lo, hi = -30.0, 30.0
-    for _ in range(64):
-        mid = 0.5 * (lo + hi)
-        if float(_sigmoid(scores + mid).mean()) < target:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
-
-
-def make_standin_params(
-    seed: int = DEFAULT_STANDIN_SEED,
-    *,
-    group_probs: Sequence[float] = TARGET_GROUP_PROBS,
-    positive_rate: float = TARGET_POSITIVE_RATE,
-    qualification_gap: float = TARGET_QUALIFICATION_GAP,
-    tilt: float = STANDIN_TILT,
-    calibration_size: int = STANDIN_CALIBRATION_SIZE,
-) -> SchoolAdmissionParams:
-    """Generates and calibrates the synthetic ENEM stand-in (deterministic in ``seed``).
-
-    Generation, all from ``numpy.random.default_rng(seed)``, feature by feature:
-
-    * Age band (feature 0, 3 levels): level distributions :data:`STANDIN_AGE_PROBS`,
-      coefficients :data:`STANDIN_AGE_COEFFICIENTS` (fixed, not drawn).
-    * Every other feature ``k`` with ``m`` levels (:data:`STANDIN_CARDINALITIES`): a
-      relevance ``r_k ~ U(0.1, 0.4)``; coefficients ``r_k * (v - mean(v))`` with ``v``
-      the sorted draws of ``m`` standard normals (so higher levels qualify more, like an
-      income or schooling ladder); a base level distribution ``Dirichlet(4, ..., 4)``;
-      a group tilt ``f_k ~ U(0, 1)``; level distribution of group ``g``
-      ``proportional to base * exp(s_g * tilt * f_k * (v - mean(v)))`` with
-      ``s_0 = -1/2`` (Black/brown) and ``s_1 = +1/2`` (white): white applicants are
-      shifted towards the better-qualifying levels.
-
-    Calibration: ``calibration_size`` applicants per group are drawn from these
-    distributions (same generator) and their feature scores ``coefficients . x`` are
-    computed; a bisection per group finds the intercept ``b_g`` for which the group's
-    mean pass probability is its target, ``q_0 = positive_rate - p_1 * gap`` and
-    ``q_1 = q_0 + gap`` (``p_1 = group_probs[1]``), so that the population's positive
-    rate is ``positive_rate`` and the white minus Black/brown qualification gap is
-    ``qualification_gap``. Then ``intercept = b_0`` and ``group_coefficient = b_1 - b_0``
-    (the part of the gap the feature distributions do not explain).
-
-    Args:
-        seed: seed of the generator.
-        group_probs: (Black/brown, white) shares of the population.
-        positive_rate: target mean pass probability of the population.
-        qualification_gap: target white minus Black/brown mean pass probability.
-        tilt: strength of the group difference in the feature distributions.
-        calibration_size: Monte Carlo draws per group for the calibration.
-
-    Returns:
-        The parameters; ``info`` holds the targets, the achieved values on the
-        calibration sample and the generation settings.
-    """
-    gp = as_distributions("group_probs", group_probs, (2,))
-    rate = float(positive_rate)
-    gap = float(qualification_gap)
-    q0 = rate - float(gp[1]) * gap
-    q1 = q0 + gap
-    if not (0.0 < q0 < 1.0 and 0.0 < q1 < 1.0):
-        raise ValueError(
-            f"positive_rate={rate!r}, qualification_gap={gap!r}: the group rates "
-            f"({q0:.4f}, {q1:.4f}) must lie in (0, 1)"
-        )
-    n_cal = as_count("calibration_size", calibration_size)
-    rng = np.random.default_rng(seed)
-    cards = STANDIN_CARDINALITIES
-    coefs: list[np.ndarray] = [np.asarray(STANDIN_AGE_COEFFICIENTS, dtype=np.float64)]
-    probs: list[np.ndarray] = [np.asarray(STANDIN_AGE_PROBS, dtype=np.float64)]
-    for m in cards[1:]:
-        relevance = rng.uniform(0.1, 0.4)
-        v = np.sort(rng.standard_normal(m))
-        v = v - v.mean()
-        base = rng.dirichlet(np.full(m, 4.0))
-        strength = tilt * rng.uniform(0.0, 1.0)
-        per_group = np.empty((2, m))
-        for g, sign in enumerate((-0.5, 0.5)):
-            weights = base * np.exp(sign * strength * v)
-            per_group[g] = weights / weights.sum()
-        coefs.append(relevance * v)
-        probs.append(per_group)
-    coefficients = np.concatenate(coefs)
-
-    offsets = np.concatenate([[0], np.cumsum(cards)[:-1]])
-    scores = []
-    for g in range(2):
-        groups = np.full(n_cal, g, dtype=np.int64)
-        cats = _sample_standin(probs, groups, rng.random((n_cal, len(cards))))
-        scores.append(coefficients[cats + offsets[None, :]].sum(axis=1))
-    b0 = _solve_intercept(scores[0], q0)
-    b1 = _solve_intercept(scores[1], q1)
-    achieved = [float(_sigmoid(scores[g] + b).mean()) for g, b in ((0, b0), (1, b1))]
-    feature_only = [float(_sigmoid(scores[g] + b0).mean()) for g in range(2)]
-    info = {
-        "source": "standin",
-        "generator": "rllib_fair.envs.school_admission.make_standin_params",
-        "seed": int(seed),
-        "settings": {
-            "tilt": float(tilt),
-            "calibration_size": n_cal,
-            "age_probs": [list(p) for p in STANDIN_AGE_PROBS],
-            "age_coefficients": list(STANDIN_AGE_COEFFICIENTS),
-        },
-        "targets": {
-            "group_probs": [float(p) for p in gp],
-            "positive_rate": rate,
-            "qualification_gap": gap,
-            "group_rates": [q0, q1],
-        },
-        "achieved_on_calibration_sample": {
-            "group_rates": achieved,
-            "positive_rate": float(gp[0] * achieved[0] + gp[1] * achieved[1]),
-            "qualification_gap": achieved[1] - achieved[0],
-            "gap_from_features_alone": feature_only[1] - feature_only[0],
-        },
-    }
-    return SchoolAdmissionParams(
-        feature_names=STANDIN_FEATURE_NAMES,
-        levels=tuple(tuple(str(c) for c in range(m)) for m in cards),
-        coefficients=coefficients,
-        intercept=b0,
-        group_coefficient=b1 - b0,
-        age_feature=0,
-        group_probs=(float(gp[0]), float(gp[1])),
-        category_probs=tuple(probs),
-        info=info,
-    )
-
-
-def standin_to_dict(params: SchoolAdmissionParams) -> dict[str, Any]:
-    """JSON-serialisable form of stand-in parameters (the layout of the committed file)."""
-    if params.category_probs is None:
-        raise ValueError("params: not a stand-in (category_probs is None); nothing to write")
-    return {
-        "group_names": list(SchoolAdmissionEnv.GROUP_NAMES),
-        "feature_names": list(params.feature_names),
-        "cardinalities": list(params.cardinalities),
-        "age_feature": params.age_feature,
-        "group_probs": list(params.group_probs),
-        "category_probs": [p.tolist() for p in params.category_probs],
-        "coefficients": params.coefficients.tolist(),
-        "intercept": params.intercept,
-        "group_coefficient": params.group_coefficient,
-        "calibration": params.info,
-        "provenance": {
-            "what": (
-                "Synthetic stand-in for SELLF's ENEM school admission pool and pass-"
-                "probability model (the ENEM microdata cannot be downloaded here)."
-            ),
-            "derivation": (
-                "rllib_fair.envs.school_admission.make_standin_params(seed) with the "
-                "module defaults; written by write_standin_json(). Feature distributions "
-                "and coefficients are drawn from numpy.random.default_rng(seed); the "
-                "intercept and group coefficient are calibrated by bisection on a "
-                "Monte Carlo sample (see calibration)."
-            ),
-            "published_statistics_matched": (
-                "SELLF App. D: groups white 62% / Black-brown 38%, 37% positive labels, "
-                "38 categorical features one-hot encoded to 126 dimensions, a three-level "
-                "age category; Sec. 5.2: initial qualification disparity 0.125."
-            ),
-            "not_matched": (
-                "Everything else (per-feature distributions, coefficients, the size of "
-                "the age effect) is synthetic and not fitted to ENEM."
-            ),
-        },
-    }
-
-
-def params_from_dict(table: Mapping[str, Any]) -> SchoolAdmissionParams:
-    """Stand-in parameters from the dict written by :func:`standin_to_dict`."""
-    cards = [int(m) for m in table["cardinalities"]]
-    return SchoolAdmissionParams(
-        feature_names=tuple(table["feature_names"]),
-        levels=tuple(tuple(str(c) for c in range(m)) for m in cards),
-        coefficients=np.asarray(table["coefficients"], dtype=np.float64),
-        intercept=float(table["intercept"]),
-        group_coefficient=float(table["group_coefficient"]),
-        age_feature=table["age_feature"],
-        group_probs=tuple(float(p) for p in table["group_probs"]),  # type: ignore[arg-type]
-        category_probs=tuple(np.asarray(p, dtype=np.float64) for p in table["category_probs"]),
-        info=dict(table.get("calibration", {})),
-    )
-
-
-@functools.lru_cache(maxsize=1)
-def load_standin_table() -> dict[str, Any]:
-    """Returns the committed stand-in table (``school_admission_standin.json``).
-
-    The returned dict is shared; do not modify it.
-    """
-    with STANDIN_PATH.open() as fh:
-        return json.load(fh)
-
-
-def write_standin_json(
-    path: str | Path = STANDIN_PATH, seed: int = DEFAULT_STANDIN_SEED
-) -> dict[str, Any]:
-    """Generates the stand-in for ``seed`` and writes it to ``path``; returns the dict."""
-    table = standin_to_dict(make_standin_params(seed))
-    Path(path).write_text(json.dumps(table, indent=1) + "\n")
-    return table
-
-
-def standin_params(seed: int | None = None) -> SchoolAdmissionParams:
-    """The committed stand-in (``seed=None``) or a fresh one generated from ``seed``."""
-    if seed is None:
-        return params_from_dict(load_standin_table())
-    return make_standin_params(seed)
-
-
-def _check_params(params: Any) -> SchoolAdmissionParams:
-    """Validates a :class:`SchoolAdmissionParams` (one-line ``ValueError`` otherwise)."""
-    if not isinstance(params, SchoolAdmissionParams):
-        raise ValueError(
-            f"params={_fmt(params)}: expected a SchoolAdmissionParams (see load_enem, "
-            "make_standin_params) or None"
-        )
-    cards = params.cardinalities
-    n_features = len(cards)
-    if n_features < 1 or min(cards) < 1 or len(params.feature_names) != n_features:
-        raise ValueError(
-            f"params.levels: expected at least one feature with >= 1 level and one name "
-            f"per feature, got cardinalities {list(cards)} and "
-            f"{len(params.feature_names)} names"
-        )
-    coefs = np.asarray(params.coefficients)
-    if coefs.shape != (sum(cards),) or not np.all(np.isfinite(coefs)):
-        raise ValueError(
-            f"params.coefficients: expected {sum(cards)} finite numbers, got shape {coefs.shape}"
-        )
-    # Logits are sums of F + 2 of these terms: bounded terms keep them finite (no NaN).
-    check_magnitude("params.coefficients", coefs, coefs.astype(np.float64))
-    for name in ("intercept", "group_coefficient"):
-        value = float(getattr(params, name))
-        if not abs(value) <= MAX_MAGNITUDE:
-            raise ValueError(
-                f"params.{name}={getattr(params, name)!r}: expected a finite number in "
-                f"[{-MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}]"
-            )
-    age = params.age_feature
-    if age is not None and (
-        isinstance(age, bool) or not isinstance(age, (int, np.integer)) or not 0 <= age < n_features
-    ):
-        raise ValueError(
-            f"params.age_feature={age!r}: expected None or a feature index in [0, {n_features})"
-        )
-    as_distributions("params.group_probs", params.group_probs, (2,))
-    if (params.category_probs is None) == (params.rows is None):
-        raise ValueError(
-            "params: expected exactly one of category_probs (stand-in) and rows (data)"
-        )
-    if params.category_probs is not None:
-        if len(params.category_probs) != n_features:
-            raise ValueError(
-                f"params.category_probs: expected {n_features} arrays, "
-                f"got {len(params.category_probs)}"
-            )
-        for k, p in enumerate(params.category_probs):
-            as_distributions(f"params.category_probs[{k}]", p, (2, cards[k]))
-    else:
-        rows = np.asarray(params.rows)
-        groups = np.asarray(params.row_groups)
-        if (
-            rows.ndim != 2
-            or rows.shape[1] != n_features
-            or rows.shape[0] < 1
-            or groups.shape != (rows.shape[0],)
-        ):
-            raise ValueError(
-                f"params.rows / params.row_groups: expected shapes (N, {n_features}) and "
-                f"(N,), got {rows.shape} and {groups.shape}"
-            )
-        if np.any(rows < 0) or np.any(rows >= np.asarray(cards)[None, :]):
-            raise ValueError("params.rows: every level index must lie in [0, cardinality)")
-        if not np.all((groups == 0) | (groups == 1)):
-            raise ValueError("params.row_groups: every group must be 0 or 1")
-    return params
-
+__all__ = [
+    "DEFAULT_STANDIN_SEED",
+    "ENEM_FEATURE_COLUMNS",
+    "SCHOOL_GROUP_NAMES",
+    "STANDIN_AGE_COEFFICIENTS",
+    "STANDIN_AGE_PROBS",
+    "STANDIN_CALIBRATION_SIZE",
+    "STANDIN_CARDINALITIES",
+    "STANDIN_FEATURE_NAMES",
+    "STANDIN_PATH",
+    "STANDIN_TILT",
+    "TARGET_GROUP_PROBS",
+    "TARGET_POSITIVE_RATE",
+    "TARGET_QUALIFICATION_GAP",
+    "SchoolAdmissionEnv",
+    "SchoolAdmissionParams",
+    "fit_logistic",
+    "load_enem",
+    "load_standin_table",
+    "make_standin_params",
+    "params_from_dict",
+    "standin_params",
+    "standin_to_dict",
+    "write_standin_json",
+]
 
 # ----------------------------------------------------------------------------- environment
 
@@ -620,7 +217,7 @@ class SchoolAdmissionEnv(PoolEnv):
 
     #: Group 0 = SELLF's "Black/brown" (ENEM race codes 2 and 3), group 1 = "white"
     #: (code 1); "_" instead of "/" keeps the names usable as metric keys and paths.
-    GROUP_NAMES: ClassVar[tuple[str, ...]] = ("Black_brown", "white")
+    GROUP_NAMES: ClassVar[tuple[str, ...]] = SCHOOL_GROUP_NAMES
     DEFAULT_NOTION: ClassVar[str] = "qualification_parity"
     DESCRIPTION: ClassVar[str] = (
         "SELLF school admission (ENEM stand-in): pool of 4000 applicants, 38 categorical "
@@ -890,359 +487,3 @@ class SchoolAdmissionEnv(PoolEnv):
             self._pool_p[i] = p
             self._pop_rows[1, g] = qm
         return reward, self._resource <= 0.0
-
-
-# ----------------------------------------------------------------------------- real data
-
-
-def fit_logistic(
-    features: Any, labels: Any, *, l2: float = 1.0, iterations: int = 100, tol: float = 1e-10
-) -> tuple[np.ndarray, float, dict[str, Any]]:
-    """Fits ``P(y = 1 | x) = sigmoid(w . x + b)`` by Newton's method (IRLS) with numpy.
-
-    Minimises ``sum_i logloss_i + l2 / 2 * |w|^2`` (the intercept ``b`` is not
-    penalised; ``l2 = 1`` is scikit-learn's default ``C = 1``). Each Newton step is
-    halved until the objective does not increase (at most 30 halvings); the fit stops
-    after ``iterations`` steps or once a step moves no parameter by more than ``tol``.
-    A ridge of 1e-9 keeps the Newton system solvable when ``l2 = 0`` and the design is
-    collinear (one-hot blocks).
-
-    Args:
-        features: ``[n, d]`` design matrix.
-        labels: ``[n]`` labels in {0, 1}.
-        l2: L2 penalty on ``w`` (>= 0).
-        iterations: maximum number of Newton steps (>= 1).
-        tol: convergence threshold on the largest parameter change.
-
-    Returns:
-        ``(w [d], b, stats)`` with ``stats = {"iterations", "converged", "objective"}``.
-    """
-    x = np.asarray(features, dtype=np.float64)
-    y = np.asarray(labels, dtype=np.float64)
-    l2 = as_positive("l2", l2, allow_zero=True)
-    iterations = as_count("iterations", iterations)
-    n, d = x.shape
-    design = np.hstack([x, np.ones((n, 1))])
-    penalty = np.full(d + 1, l2)
-    penalty[-1] = 0.0
-    theta = np.zeros(d + 1)
-
-    def objective(t: np.ndarray) -> float:
-        z = design @ t
-        return float(np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * np.sum(penalty * t * t))
-
-    current = objective(theta)
-    converged = False
-    done = 0
-    for done in range(1, iterations + 1):  # noqa: B007 - the count is reported
-        prob = _sigmoid(design @ theta)
-        grad = design.T @ (prob - y) + penalty * theta
-        hess = (design * (prob * (1.0 - prob))[:, None]).T @ design
-        hess[np.diag_indices(d + 1)] += penalty + 1e-9
-        step = np.linalg.solve(hess, grad)
-        scale = 1.0
-        for _ in range(30):
-            candidate = theta - scale * step
-            value = objective(candidate)
-            if value <= current:
-                break
-            scale *= 0.5
-        else:
-            converged = True  # no decrease possible: at the optimum up to rounding
-            break
-        theta, current = candidate, value
-        if float(np.max(np.abs(scale * step))) <= tol:
-            converged = True
-            break
-    stats = {"iterations": done, "converged": converged, "objective": current}
-    return theta[:d].copy(), float(theta[d]), stats
-
-
-def _columns_text(columns: Sequence[Any]) -> str:
-    """Short one-line list of column names for error messages."""
-    names = [str(c) for c in columns]
-    text = repr(names[:20])
-    return text[:-1] + f", ... ({len(names)} columns)]" if len(names) > 20 else text
-
-
-def _sorted_values(values: Any) -> list[Any]:
-    """Distinct values, sorted naturally (numbers numerically), else by their text."""
-    uniq = list(dict.fromkeys(values.tolist()))
-    try:
-        return sorted(uniq)
-    except TypeError:
-        return sorted(uniq, key=str)
-
-
-def load_enem(
-    source: Any,
-    *,
-    label_column: str,
-    group_column: str,
-    age_column: str | None = None,
-    feature_columns: Sequence[str] | None = None,
-    positive_threshold: float | None = None,
-    group_map: Mapping[Any, int] | None = None,
-    min_frequency: float = 0.0,
-    l2: float = 1.0,
-    fit_iterations: int = 100,
-    sep: str = ",",
-    encoding: str | None = None,
-) -> SchoolAdmissionParams:
-    """Builds :class:`SchoolAdmissionParams` from ENEM microdata (or any categorical CSV).
-
-    Reads ``source`` (a CSV path, read with pandas, only the needed columns; or a
-    ``pandas.DataFrame``), then:
-
-    1. Group: ``group_map[value]`` when given (rows whose value is not a key are dropped;
-       ENEM: ``{1: 1, 2: 0, 3: 0}`` for white = 1, Black/brown = 0, as SELLF); otherwise
-       the column must hold exactly two distinct values (missing values are dropped):
-       the smaller is group 0 (Black/brown), the larger group 1 (white).
-    2. Label: ``score > positive_threshold`` when a threshold is given (SELLF:
-       ``NU_NOTA_LC > 575``; rows without a numeric score are dropped); otherwise the
-       column must hold 0/1 (or booleans); rows with a missing label are dropped.
-    3. Age: ``age_column``'s distinct values, sorted, are the age levels (youngest
-       first; rows without an age are dropped); bin the raw ``TP_FAIXA_ETARIA`` codes
-       first (pass a DataFrame), e.g. SELLF's ``(code - 1) // 7`` for codes <= 14.
-       Without an age column nobody ages.
-    4. Features: ``feature_columns`` (default: every column but the label and group
-       columns; :data:`ENEM_FEATURE_COLUMNS` are SELLF's ENEM columns) are categorical:
-       each distinct value is a level (sorted; a missing value is a level of its own),
-       levels with a share below ``min_frequency`` are merged into one ``"infrequent"``
-       level (SELLF used 0.1 via scikit-learn's ``OneHotEncoder``); the age feature is
-       block 0, the others follow in the given order.
-    5. ``alpha(x, z)``: :func:`fit_logistic` on the one-hot features plus the group
-       indicator (L2 penalty ``l2``, at most ``fit_iterations`` Newton steps). SELLF
-       fitted scikit-learn's ``LogisticRegression`` on the race indicator, age x race
-       interactions and the other one-hot features.
-
-    The environment's pool is resampled from the data rows: group ~ ``group_probs``
-    (default: the data's group shares), then a uniform row of that group.
-
-    Args:
-        source: CSV path or a ``pandas.DataFrame``.
-        label_column: label (0/1) or score column (with ``positive_threshold``).
-        group_column: sensitive attribute.
-        age_column: ordinal age column or None.
-        feature_columns: categorical feature columns (the age column may be included).
-        positive_threshold: label = ``score > positive_threshold`` when given.
-        group_map: raw group value -> group index (0 or 1).
-        min_frequency: share in [0, 1) below which levels are merged.
-        l2: L2 penalty of the logistic fit (>= 0).
-        fit_iterations: maximum Newton iterations (>= 1).
-        sep: CSV separator (ENEM microdata: ``";"``).
-        encoding: CSV encoding (ENEM microdata: ``"latin-1"``).
-
-    Returns:
-        The parameters; ``info`` holds the data and fit statistics.
-
-    Raises:
-        ValueError: (one line, naming the argument or column) on a missing file, an empty
-            file, a missing column, a group column that is not binary, labels that are
-            not 0/1 without a threshold, or no rows left.
-    """
-    import pandas as pd
-
-    l2 = as_positive("l2", l2, allow_zero=True)
-    fit_iterations = as_count("fit_iterations", fit_iterations)
-    min_frequency = as_positive("min_frequency", min_frequency, allow_zero=True)
-    if min_frequency >= 1.0:
-        raise ValueError(f"min_frequency={_fmt(min_frequency)}: expected a number in [0, 1)")
-    if positive_threshold is not None:
-        positive_threshold = float(positive_threshold)
-        if not math.isfinite(positive_threshold):
-            raise ValueError(f"positive_threshold={positive_threshold!r}: expected a finite number")
-
-    # ---- read only the needed columns
-    if isinstance(source, pd.DataFrame):
-        where = "the DataFrame"
-        header = list(source.columns)
-    else:
-        path = Path(source)
-        where = f"path={str(path)!r}"
-        if not path.is_file():
-            raise ValueError(f"{where}: no such file")
-        try:
-            header = list(pd.read_csv(path, sep=sep, encoding=encoding, nrows=0).columns)
-        except pd.errors.EmptyDataError:
-            raise ValueError(f"{where}: empty file, expected a CSV with a header row") from None
-    for arg, col in (
-        ("label_column", label_column),
-        ("group_column", group_column),
-        ("age_column", age_column),
-    ):
-        if col is not None and col not in header:
-            raise ValueError(
-                f"{arg}={col!r}: no such column in {where}; columns are {_columns_text(header)}"
-            )
-    if label_column == group_column or age_column in (label_column, group_column):
-        raise ValueError(
-            f"label_column={label_column!r}, group_column={group_column!r}, "
-            f"age_column={age_column!r}: expected three different columns"
-        )
-    reserved = {label_column, group_column}
-    if feature_columns is None:
-        features = [c for c in header if c not in reserved]
-    else:
-        if isinstance(feature_columns, str):
-            raise ValueError(
-                f"feature_columns={feature_columns!r}: expected a list of column names"
-            )
-        features = list(feature_columns)
-        for col in features:
-            if col not in header:
-                raise ValueError(
-                    f"feature_columns: column {col!r} not in {where}; columns are "
-                    f"{_columns_text(header)}"
-                )
-            if col in reserved:
-                raise ValueError(
-                    f"feature_columns: {col!r} is the label or group column; expected "
-                    "feature columns only"
-                )
-    features = [c for c in dict.fromkeys(features) if c != age_column]
-    if age_column is not None:
-        features = [age_column, *features]
-    if not features:
-        raise ValueError(
-            f"feature_columns={_fmt(feature_columns)}: expected at least one feature column"
-        )
-    needed = list(dict.fromkeys([label_column, group_column, *features]))
-    if isinstance(source, pd.DataFrame):
-        df = source[needed]
-    else:
-        df = pd.read_csv(path, sep=sep, encoding=encoding, usecols=needed, low_memory=False)
-    if df.shape[0] == 0:
-        raise ValueError(f"{where}: no data rows")
-
-    # ---- group
-    raw_group = df[group_column]
-    if group_map is not None:
-        mapping = dict(group_map)
-        if not mapping or any(v not in (0, 1) or isinstance(v, bool) for v in mapping.values()):
-            raise ValueError(
-                f"group_map={_fmt(group_map)}: expected a non-empty dict of raw value -> 0 or 1"
-            )
-        groups = raw_group.map(lambda v: mapping.get(v, -1)).to_numpy(dtype=np.int64)
-    else:
-        values = _sorted_values(raw_group.dropna())
-        if len(values) != 2:
-            shown = ", ".join(repr(v) for v in values[:10]) + (", ..." if len(values) > 10 else "")
-            raise ValueError(
-                f"group_column={group_column!r}: expected exactly 2 distinct values (or a "
-                f"group_map), got {len(values)}: [{shown}]"
-            )
-        codes = {values[0]: 0, values[1]: 1}
-        groups = raw_group.map(lambda v: codes.get(v, -1)).to_numpy(dtype=np.int64)
-    keep = groups >= 0
-
-    # ---- label
-    raw_label = df[label_column]
-    if positive_threshold is not None:
-        scores = pd.to_numeric(raw_label, errors="coerce").to_numpy(dtype=np.float64)
-        has = np.isfinite(scores)
-        if not has.any():
-            raise ValueError(
-                f"label_column={label_column!r}: no numeric scores to compare with "
-                f"positive_threshold={positive_threshold!r}"
-            )
-        labels = np.where(has, scores > positive_threshold, False).astype(np.int64)
-        keep &= has
-    else:
-        present = raw_label.dropna()
-        values = _sorted_values(present)
-        if not all(isinstance(v, (bool, np.bool_, int, float, np.number)) for v in values) or not (
-            set(float(v) for v in values) <= {0.0, 1.0}
-        ):
-            shown = ", ".join(repr(v) for v in values[:10]) + (", ..." if len(values) > 10 else "")
-            raise ValueError(
-                f"label_column={label_column!r}: expected 0/1 labels (or a score column with "
-                f"positive_threshold), got values [{shown}]"
-            )
-        has = raw_label.notna().to_numpy()
-        labels = np.where(has, raw_label.fillna(0).to_numpy(dtype=np.float64), 0.0)
-        labels = labels.astype(np.int64)
-        keep &= has
-
-    # ---- age
-    if age_column is not None:
-        keep &= df[age_column].notna().to_numpy()
-    n_rows = int(keep.sum())
-    if n_rows == 0:
-        raise ValueError(
-            f"{where}: no rows left after dropping rows without a group in "
-            f"{{0, 1}}, a label or an age"
-        )
-    df = df.loc[keep]
-    groups = groups[keep]
-    labels = labels[keep]
-    shares = np.bincount(groups, minlength=2) / n_rows
-    for g in range(2):
-        if shares[g] == 0.0:
-            raise ValueError(
-                f"group_column={group_column!r}: no rows of group {g} "
-                f"({SchoolAdmissionEnv.GROUP_NAMES[g]}) left; expected both groups"
-            )
-
-    # ---- features: levels and codes
-    levels: list[tuple[str, ...]] = []
-    codes_cols: list[np.ndarray] = []
-    for col in features:
-        column = df[col]
-        missing = column.isna().to_numpy()
-        values = _sorted_values(column[~missing])
-        labels_of = [str(v) for v in values]
-        index = {v: k for k, v in enumerate(values)}
-        codes = np.full(n_rows, len(values), dtype=np.int64)
-        codes[~missing] = column[~missing].map(index).to_numpy(dtype=np.int64)
-        if missing.any():
-            labels_of.append("missing")
-        if col != age_column and min_frequency > 0.0:
-            counts = np.bincount(codes, minlength=len(labels_of)) / n_rows
-            rare = counts < min_frequency
-            if rare.any():
-                kept = np.flatnonzero(~rare)
-                remap = np.full(len(labels_of), len(kept), dtype=np.int64)
-                remap[kept] = np.arange(len(kept))
-                codes = remap[codes]
-                labels_of = [labels_of[k] for k in kept] + ["infrequent"]
-        levels.append(tuple(labels_of))
-        codes_cols.append(codes)
-    rows = np.stack(codes_cols, axis=1)
-    cards = [len(lv) for lv in levels]
-    offsets = np.concatenate([[0], np.cumsum(cards)[:-1]]).astype(np.int64)
-    onehot = np.zeros((n_rows, int(sum(cards))))
-    onehot[np.arange(n_rows)[:, None], rows + offsets[None, :]] = 1.0
-    design = np.hstack([onehot, groups[:, None].astype(np.float64)])
-    w, b, fit = fit_logistic(design, labels, l2=l2, iterations=fit_iterations)
-    alpha = _sigmoid(design @ w + b)
-
-    info = {
-        "source": "data",
-        "where": where,
-        "label_column": label_column,
-        "group_column": group_column,
-        "age_column": age_column,
-        "positive_threshold": positive_threshold,
-        "min_frequency": min_frequency,
-        "l2": l2,
-        "n_rows": n_rows,
-        "positive_rate": float(labels.mean()),
-        "group_shares": shares.tolist(),
-        "group_rates": [float(labels[groups == g].mean()) for g in range(2)],
-        "model_group_rates": [float(alpha[groups == g].mean()) for g in range(2)],
-        "train_accuracy": float(np.mean((alpha > 0.5) == (labels == 1))),
-        "fit": fit,
-    }
-    return SchoolAdmissionParams(
-        feature_names=tuple(str(c) for c in features),
-        levels=tuple(levels),
-        coefficients=w[:-1].copy(),
-        intercept=b,
-        group_coefficient=float(w[-1]),
-        age_feature=0 if age_column is not None else None,
-        group_probs=(float(shares[0]), float(shares[1])),
-        rows=rows,
-        row_groups=groups.astype(np.int64),
-        info=info,
-    )

@@ -377,15 +377,29 @@ class LogisticModel:
         lr = self.lr if lr is None else float(lr)
         epochs = self.n_epochs if epochs is None else int(epochs)
         y = np.where(m > 0, y, 0.0)
+        # Per row, constant over the steps: m_t u_obs_t = m_t (Y_t g - (1 - Y_t) l).
+        mu = m * (y * gain - (1.0 - y) * loss)
         theta = self.theta
-        for xb, yb, mb in self._batches(rng, epochs, x, y, m):
-            p = _sigmoid_fast(xb @ theta)
-            g = _cf_grad(p, xb, yb, mb, tau, gain, loss, alpha)
-            if bce_weight:
-                g = g + bce_weight * (xb.T @ (mb * (yb - p)))
-            theta = theta + (lr / xb.shape[0]) * g
+        with np.errstate(over="ignore"):  # exp overflow only saturates D at 0 (alpha huge)
+            theta = self._cf_steps(
+                rng, epochs, x, y, m, mu, theta, tau, gain, loss, alpha, bce_weight, lr
+            )
         self.theta = theta
         return self
+
+    def _cf_steps(self, rng, epochs, x, y, m, mu, theta, tau, gain, loss, alpha, bce_weight, lr):
+        gl = gain + loss
+        for xb, yb, mb, mub in self._batches(rng, epochs, x, y, m, mu):
+            p = _sigmoid_fast(xb @ theta)
+            d = 1.0 / (1.0 + np.exp(-alpha * (p - tau)))  # |alpha (p - tau)| <= alpha
+            # dJ = sum_t dp_t [alpha D(1-D)(m u_obs - u_cf) + (1 - D)(g + l)], same as _cf_grad
+            coef = (p * (1.0 - p)) * (
+                alpha * d * (1.0 - d) * (mub - (p * gl - loss)) + (1.0 - d) * gl
+            )
+            if bce_weight:
+                coef = coef + bce_weight * (mb * (yb - p))
+            theta = theta + (lr / xb.shape[0]) * (xb.T @ coef)
+        return theta
 
     def fit_mle(
         self, x: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float = 1e-12

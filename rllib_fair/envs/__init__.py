@@ -25,12 +25,15 @@ from rllib_fair.envs.lending_fico import LendingFICOEnv
 ENTRY_POINTS: dict[str, str] = {
     "fair/Lending-v0": "rllib_fair.envs.lending:LendingEnv",
     "fair/LendingFICO-v0": "rllib_fair.envs.lending_fico:LendingFICOEnv",
+    "fair/LendingDrift-v0": "rllib_fair.envs.lending_drift:LendingDriftEnv",
     "fair/LendingHard-v0": "rllib_fair.envs.lending_hard:LendingHardEnv",
     "fair/Attention-v0": "rllib_fair.envs.attention:AttentionEnv",
     "fair/AttentionHard-v0": "rllib_fair.envs.attention:AttentionHardEnv",
     "fair/Infectious-v0": "rllib_fair.envs.infectious:InfectiousEnv",
     "fair/InfectiousHard-v0": "rllib_fair.envs.infectious:InfectiousHardEnv",
     "fair/SchoolAdmission-v0": "rllib_fair.envs.school_admission:SchoolAdmissionEnv",
+    "fair/Replicator-v0": "rllib_fair.envs.replicator:ReplicatorEnv",
+    "fair/ReplicatorAdult-v0": "rllib_fair.envs.replicator:ReplicatorAdultEnv",
 }
 
 #: Every environment id this package registers.

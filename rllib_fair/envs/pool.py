@@ -62,6 +62,8 @@ class PoolEnv(FairEnvMixin, gym.Env):
     metadata: dict[str, Any] = {"render_modes": []}
 
     max_steps: int
+    #: Report the step limit as a termination (no bootstrap) instead of a truncation.
+    time_limit_terminates: bool = False
 
     def _init_pool(self, n_groups: int, pool_size: int) -> None:
         """Initialises the bookkeeping (call once from the subclass's ``__init__``)."""
@@ -123,6 +125,8 @@ class PoolEnv(FairEnvMixin, gym.Env):
         counts[POPULATION:] = self._pop_rows
         info = self._decision_info(counts, g, y, a)
         truncated = self._t >= self.max_steps
+        if truncated and self.time_limit_terminates:
+            terminated, truncated = True, False
         self._episode_over = terminated or truncated
         return self._draw_applicant(), reward, terminated, truncated, info
 

@@ -18,6 +18,7 @@ from rllib_fair.envs import (
     env_info,
     register_envs,
 )
+from rllib_fair.envs.lending_drift import QUALIFICATION_INFO_KEYS
 from rllib_fair.envs.lending_fico import load_fico_table
 from rllib_fair.fairness.counts import (
     DECIDED,
@@ -43,6 +44,8 @@ ALLOWED_WARNINGS = {
     "fair/AttentionHard-v0": (BOX_RANGE_WARNING,),
 }
 INFO_KEYS = {"fairness", "group", "label", "decision", "label_observed"}
+# Keys an environment adds to the common ones (exactly these, at reset and every step).
+EXTRA_INFO_KEYS = {"fair/LendingDrift-v0": set(QUALIFICATION_INFO_KEYS)}
 # Environments that decide on one individual per step (accept / reject).
 LENDING_IDS = tuple(i for i in ENV_IDS if i.startswith("fair/Lending"))
 
@@ -151,8 +154,9 @@ def test_common_info_contract(env_id):
 @pytest.mark.parametrize("env_id", LENDING_IDS)
 def test_info_contract(env_id):
     env = gym.make(env_id)
+    keys = INFO_KEYS | EXTRA_INFO_KEYS.get(env_id, set())
     _, info = env.reset(seed=3)
-    assert set(info) == INFO_KEYS
+    assert set(info) == keys
     counts = info["fairness"]
     assert counts.shape == (NUM_FIELDS, 2) and counts.dtype == np.float64
     assert np.all(counts[:POPULATION] == 0.0)
@@ -161,7 +165,7 @@ def test_info_contract(env_id):
     for _ in range(2000):
         a = int(rng.integers(0, 2))
         _, reward, terminated, truncated, info = env.step(a)
-        assert set(info) == INFO_KEYS
+        assert set(info) == keys
         for key in ("group", "label", "decision", "label_observed"):
             assert type(info[key]) is int
         counts = info["fairness"]
@@ -179,6 +183,8 @@ def test_info_contract(env_id):
         assert np.all(counts[QUALIFIED_MASS] <= counts[POPULATION] + 1e-12)
         assert isinstance(reward, float)
         assert type(terminated) is bool and type(truncated) is bool
+        if terminated or truncated:  # fair/LendingDrift-v0: 500-step episodes
+            env.reset()
 
 
 @pytest.mark.parametrize("env_id", LENDING_IDS)

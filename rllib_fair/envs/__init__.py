@@ -32,6 +32,8 @@ ENTRY_POINTS: dict[str, str] = {
     "fair/Infectious-v0": "rllib_fair.envs.infectious:InfectiousEnv",
     "fair/InfectiousHard-v0": "rllib_fair.envs.infectious:InfectiousHardEnv",
     "fair/SchoolAdmission-v0": "rllib_fair.envs.school_admission:SchoolAdmissionEnv",
+    "fair/Replicator-v0": "rllib_fair.envs.replicator:ReplicatorEnv",
+    "fair/ReplicatorAdult-v0": "rllib_fair.envs.replicator:ReplicatorAdultEnv",
 }
 
 #: Every environment id this package registers.

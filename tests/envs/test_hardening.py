@@ -27,6 +27,12 @@ ATTENTION_IDS = ("fair/Attention-v0", "fair/AttentionHard-v0")
 # Attention envs default to a Box of scores; their discrete variant is action_type=allocation.
 DISCRETE_KWARGS = {env_id: {"action_type": "allocation"} for env_id in ATTENTION_IDS}
 DISCRETE_KWARGS["fair/AttentionHard-v0"]["attention_units"] = 6  # a small table (210)
+# Envs with only a continuous (Box) action: the discrete-action checks do not apply; their
+# own tests check bad actions (tests/envs/test_replicator.py).
+CONTINUOUS_IDS = ("fair/Replicator-v0", "fair/ReplicatorAdult-v0")
+# Finite-horizon envs that terminate at max_steps by default: the truncation checks run
+# with truncation switched on.
+END_KWARGS = {env_id: {"terminate_at_horizon": False} for env_id in CONTINUOUS_IDS}
 BAD_DISCRETE_ACTIONS = [
     pytest.param(0.7, id="float"),
     pytest.param(1.9, id="float-above"),
@@ -68,6 +74,8 @@ def some_action(env: gym.Env):
 @pytest.mark.parametrize("action", BAD_DISCRETE_ACTIONS)
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_bad_discrete_action_is_rejected(env_id, action):
+    if env_id in CONTINUOUS_IDS:
+        pytest.skip("continuous action space")
     env = make(env_id, **DISCRETE_KWARGS.get(env_id, {}))
     assert isinstance(env.action_space, gym.spaces.Discrete)
     env.reset(seed=0)
@@ -87,6 +95,8 @@ def test_bad_discrete_action_is_rejected(env_id, action):
 @pytest.mark.parametrize("action", GOOD_DISCRETE_ACTIONS)
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_integer_actions_of_every_kind_are_accepted(env_id, action):
+    if env_id in CONTINUOUS_IDS:
+        pytest.skip("continuous action space")
     env = make(env_id, **DISCRETE_KWARGS.get(env_id, {}))
     env.reset(seed=0)
     ref = make(env_id, **DISCRETE_KWARGS.get(env_id, {}))
@@ -112,7 +122,7 @@ def test_as_discrete_action_message_names_type_and_valid_actions():
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_step_after_truncation_raises_until_reset(env_id):
-    env = make(env_id, max_steps=2)
+    env = make(env_id, max_steps=2, **END_KWARGS.get(env_id, {}))
     env.reset(seed=0)
     action = some_action(env)
     assert env.step(action)[3] is False
@@ -150,7 +160,7 @@ def test_step_after_termination_raises_until_reset(env_id, kwargs):
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_wrapped_env_step_after_end_raises(env_id):
-    env = gym.make(env_id, max_steps=1)
+    env = gym.make(env_id, max_steps=1, **END_KWARGS.get(env_id, {}))
     env.reset(seed=0)
     action = some_action(env.unwrapped)
     assert env.step(action)[3]

@@ -186,8 +186,7 @@ def visit_weights(T: int, q: float, visited: bool = True) -> np.ndarray:
             count with gain 0), i.e. the visited weights times ``P(K >= 1)``.
     """
     pmf = visit_pmf(T, q)
-    tail = 1.0 - np.cumsum(pmf)[:-1]  # P(K > j), j = 0..T-1
-    tail = np.maximum(tail, 0.0)
+    tail = np.cumsum(pmf[::-1])[::-1][1:]  # P(K > j) = sum_{k > j} P(K = k), j = 0..T-1
     if visited:
         tail = tail / (1.0 - pmf[0])
     return tail

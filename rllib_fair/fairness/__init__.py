@@ -12,9 +12,22 @@
 * :mod:`~rllib_fair.fairness.selective`: disparity under selective labels (SELLF): true,
   accepted-only and imputed utilities, the Theorem 3.1 decomposition, and a sliding
   window over the last ``n`` decisions.
+* :mod:`~rllib_fair.fairness.replicator`: per-step squared disparities, the Eq. 8 losses,
+  relaxed / Lagrangian rewards, regret and distortion of the replicator population (Yin
+  et al. 2023); :mod:`~rllib_fair.fairness.replicator_dp`: its exact constrained optimum
+  by backward DP (``lagrangian_dp_values``, ``constrained_optimum``).
 """
 
-from rllib_fair.fairness import counts, ledger, metrics, notions, objective, selective
+from rllib_fair.fairness import (
+    counts,
+    ledger,
+    metrics,
+    notions,
+    objective,
+    replicator,
+    replicator_dp,
+    selective,
+)
 from rllib_fair.fairness.counts import (
     FIELDS,
     NUM_FIELDS,
@@ -123,6 +136,8 @@ __all__ = [
     "objective",
     "qualification_parity_difference",
     "ratio",
+    "replicator",
+    "replicator_dp",
     "soft_bias",
     "soft_bias_grad",
     # selective labels (SELLF)

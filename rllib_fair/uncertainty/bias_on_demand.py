@@ -152,6 +152,7 @@ class BiasOnDemandData:
         q: ``[n]`` int64 Q in {0, 1, 2, 3}.
         biased_group: the group label (after relabelling) that carries every bias.
         disadvantaged_group: 0 (relabelled) or 1 (BiasOnDemand's labels).
+        thr_supp: the config's ``thr_supp`` (for :meth:`feature_matrix`).
     """
 
     features: np.ndarray
@@ -170,6 +171,8 @@ class BiasOnDemandData:
     def __len__(self) -> int:
         return int(self.y.shape[0])
 
+    thr_supp: float = 1.0
+
     def feature_matrix(self, kind: str = "X") -> tuple[np.ndarray, tuple[str, ...]]:
         """Returns one of BiasOnDemand's feature sets and its column names.
 
@@ -185,15 +188,13 @@ class BiasOnDemandData:
             return self.features, self.feature_names
         keep = [k for k, name in enumerate(self.feature_names) if name != "A"]
         if kind == "X_supp":
-            thr = self._thr_supp
+            thr = self.thr_supp
             keep = [
                 k for k in keep if abs(np.corrcoef(self.features[:, k], self.group)[0, 1]) < thr
             ]
         elif kind != "X_ind":
             raise ValueError(f"kind must be 'X', 'X_ind' or 'X_supp', got {kind!r}")
         return self.features[:, keep], tuple(self.feature_names[k] for k in keep)
-
-    _thr_supp: float = 1.0
 
 
 def generate(
@@ -313,6 +314,6 @@ def generate(
         q=q.astype(np.int64),
         biased_group=biased_group,
         disadvantaged_group=disadvantaged_group,
-        _thr_supp=float(cfg.thr_supp),
+        thr_supp=float(cfg.thr_supp),
     )
     return data

@@ -198,3 +198,29 @@ def test_claim4_prob_weighted_most_profitable():
         for b in MAX_SEVERITY
     )
     assert wins >= 4  # of the five bias types of App. C (erratum E14)
+
+
+def test_counterfactual_tau_is_the_budget_th_largest_score(monkeypatch):
+    cfg = QuarterlyConfig(bias=SMALL, strategy="counterfactual")
+    rng = np.random.default_rng(0)
+    raw = np.column_stack([rng.gamma(2, 3, 300), rng.integers(0, 4, 300), rng.integers(0, 2, 300)])
+    y = rng.integers(0, 2, 300)
+    group = raw[:, 2].astype(int)
+    agent = QuarterlyAgent(
+        cfg, DesignTransform.fit(raw[:100], ("R", "Q", "A")), np.random.default_rng(1),
+        np.random.default_rng(2),
+    )  # fmt: skip
+    agent.fit_base(raw[:100], y[:100], group[:100])
+    p, _ = agent.score(raw[100:])
+    seen = {}
+    original = agent.model.fit_counterfactual
+
+    def spy(x, y_, observed, tau, **kw):
+        seen["tau"], seen["n"], seen["observed"] = tau, x.shape[0], observed.sum()
+        return original(x, y_, observed, tau, **kw)
+
+    monkeypatch.setattr(agent.model, "fit_counterfactual", spy)
+    dec = agent.decide(p, 60)
+    agent.update(raw[100:], dec.granted, np.where(dec.granted, y[100:], -1), group[100:], 60)
+    assert seen["tau"] == np.sort(p)[::-1][59]
+    assert seen["n"] == 200 and seen["observed"] == dec.granted.sum()  # cf_rows="all" (E9)

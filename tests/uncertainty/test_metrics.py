@@ -98,3 +98,15 @@ def test_quarter_metrics_normalisations_and_labels():
 def test_auc():
     assert auc(np.array([0.1, 0.4, 0.35, 0.8]), np.array([0, 0, 1, 1])) == pytest.approx(0.75)
     assert auc(np.array([0.5, 0.5]), np.array([0, 1])) == pytest.approx(0.5)
+
+
+def test_core_imports_no_ray_torch_scipy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rllib_fair.uncertainty; "
+        "print(sorted(m for m in ('ray', 'torch', 'scipy', 'sklearn') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -372,19 +372,35 @@ class LendingDriftEnv(PoolEnv):
         """``Delta[s, x]`` (paper L221; :func:`rllib_fair.fairness.qualification.benefit`)."""
         return qual.benefit(self.transition_kernels(), qual.gain_table(self.n_bins))
 
-    def visit_pmf(self, T: int | None = None) -> np.ndarray:
-        """``P(K = k)``, k = 0..T: decisions on one individual in T (max_steps) steps."""
+    def visit_probability(self, group: int = 0) -> float:
+        """Probability that a step decides on a given individual of ``group``."""
+        return self.group_probs[group] / self.individuals_per_group
+
+    def visit_pmf(self, T: int | None = None, group: int = 0) -> np.ndarray:
+        """``P(K = k)``, k = 0..T: decisions on one individual of ``group`` in T steps.
+
+        ``K ~ Binomial(T, group_probs[group] / individuals_per_group)`` whatever the policy
+        (Binomial(500, 1/200) by default); ``T`` defaults to ``max_steps``.
+        """
         T = self.max_steps if T is None else T
-        return qual.visit_pmf(T, 1.0 / (2 * self.individuals_per_group))
+        return qual.visit_pmf(T, self.visit_probability(group))
 
     def pi0_value_table(self, T: int | None = None, visited: bool = True) -> np.ndarray:
-        """Exact ``V_{do(pi0, s)}(x)`` (Eq. 3) with the episode's visit weights, ``[2, n_bins]``."""
+        """Exact ``V_{do(pi0, s)}(x)`` (Eq. 3, paper L190) over one episode, ``[2, n_bins]``.
+
+        Averaged over the individual's number of decisions K in a ``T``-step episode
+        (spec §2.2); ``visited`` conditions on ``K >= 1`` (the reference's average over
+        visited individuals), else unvisited individuals count with gain 0.
+        """
         T = self.max_steps if T is None else T
-        w = qual.visit_weights(T, 1.0 / (2 * self.individuals_per_group), visited)
-        pi = np.zeros((2, self.n_bins))
-        return qual.tabular_values(self.transition_kernels(), pi, qual.gain_table(self.n_bins), w)[
-            2
-        ]
+        P = self.transition_kernels()
+        gain = qual.gain_table(self.n_bins)
+        out = np.empty((2, self.n_bins))
+        for g in range(2):
+            w = qual.visit_weights(T, self.visit_probability(g), visited)
+            pi = np.zeros((1, self.n_bins))
+            out[g] = qual.tabular_values(P[g : g + 1], pi, gain, w)[2][0]
+        return out
 
     # ------------------------------------------------------------------ dynamics
 

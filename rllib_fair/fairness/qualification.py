@@ -28,7 +28,8 @@ Contents:
   :func:`episode_decomposition` (``reference``, ``shadow``/``exact`` or a table for V_pi0;
   ``visited`` or ``population`` averaging);
 * benefit fairness: :func:`benefit_fairness_lambda` (Lambda, paper L253, erratum E1),
-  :func:`dpe_step` (the reference's per-minibatch DPE diagnostic).
+  :func:`dpe_step` (the reference's per-minibatch DPE diagnostic);
+* the F-PPO-L baseline's distance: :func:`windowed_count_w1` (spec §3.6).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ __all__ = [
     "tabular_values",
     "visit_pmf",
     "visit_weights",
+    "windowed_count_w1",
 ]
 
 # ----------------------------------------------------------------------------- gains
@@ -188,7 +190,7 @@ def visit_weights(T: int, q: float, visited: bool = True) -> np.ndarray:
     pmf = visit_pmf(T, q)
     tail = np.cumsum(pmf[::-1])[::-1][1:]  # P(K > j) = sum_{k > j} P(K = k), j = 0..T-1
     if visited:
-        tail = tail / (1.0 - pmf[0])
+        tail = tail / (1.0 - pmf[0]) if pmf[0] < 1.0 else np.zeros_like(tail)  # never visited
     return tail
 
 
@@ -540,3 +542,69 @@ def dpe_step(groups: Any, prob_grant: Any, delta: Any) -> float:
     v = np.asarray(prob_grant, dtype=np.float64) * np.asarray(delta, dtype=np.float64)
     means = [float(v[groups == s].mean()) if np.any(groups == s) else 0.0 for s in (0, 1)]
     return means[0] - means[1]
+
+
+# ----------------------------------------------------------------------------- F-PPO-L distance
+
+
+def windowed_count_w1(
+    groups: Any,
+    bins: Any,
+    n_bins: int = 14,
+    window: int = 300,
+    form: str = "reference",
+    carry: dict[str, Any] | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Per-step W1 between the two groups' recent bin histograms, for F-PPO-L (spec §3.6).
+
+    At step t, ``h_s[b]`` counts the last ``window`` decided applicants (step t included)
+    of group s in bin b (the history of the env's observation, spec §1.5). Then:
+
+    * ``form="reference"``: what the reference computes (Sinkhorn W1 of the 14 counts taken
+      as one-dimensional points), exactly ``mean_i |sort(h_0)_i - sort(h_1)_i|`` (a
+      distance between the multisets of counts, likely unintended; spec §3.6, P17);
+    * ``form="intended"``: W1 between the normalised bin distributions,
+      ``sum_b |F_0(b) - F_1(b)|`` with the cumulative distributions ``F_s`` (0 while a
+      group has no applicant in the window).
+
+    Resumable across chunks: pass the returned ``carry`` with the next chunk of the same
+    episode (``None`` starts an episode).
+
+    Args:
+        groups: ``[T]`` group (0 or 1) of each decided applicant.
+        bins: ``[T]`` its bin before the decision (``info["credit_bin"]``).
+        n_bins: number of bins.
+        window: applicants in the window (the reference: 300).
+        form: ``"reference"`` or ``"intended"``.
+        carry: state returned by the previous call of the same episode.
+
+    Returns:
+        ``(W [T], carry)``; ``carry["last"]`` is the last W (for ``W_t - W_{t-1}``).
+
+    Raises:
+        ValueError: on an unknown ``form`` or a window < 1.
+    """
+    if form not in ("reference", "intended"):
+        raise ValueError(f"form={form!r}: expected 'reference' or 'intended'")
+    if int(window) < 1:
+        raise ValueError(f"window={window!r}: expected an integer >= 1")
+    window = int(window)
+    codes = np.asarray(groups, dtype=np.int64) * n_bins + np.asarray(bins, dtype=np.int64)
+    prev = np.zeros(0, dtype=np.int64) if carry is None else np.asarray(carry["codes"])
+    allc = np.concatenate([prev, codes])
+    onehot = np.zeros((allc.size + 1, 2 * n_bins))
+    onehot[np.arange(1, allc.size + 1), allc] = 1.0
+    cum = np.cumsum(onehot, axis=0)  # cum[k] = counts over the first k codes
+    end = np.arange(prev.size + 1, allc.size + 1)  # window ends (exclusive) of this chunk
+    counts = cum[end] - cum[np.maximum(end - window, 0)]
+    h0, h1 = counts[:, :n_bins], counts[:, n_bins:]
+    if form == "reference":
+        w = np.abs(np.sort(h0, axis=1) - np.sort(h1, axis=1)).mean(axis=1)
+    else:
+        n0 = h0.sum(axis=1, keepdims=True)
+        n1 = h1.sum(axis=1, keepdims=True)
+        f0 = np.cumsum(h0, axis=1) / np.maximum(n0, 1.0)
+        f1 = np.cumsum(h1, axis=1) / np.maximum(n1, 1.0)
+        w = np.where((n0[:, 0] > 0) & (n1[:, 0] > 0), np.abs(f0 - f1).sum(axis=1), 0.0)
+    last = float(w[-1]) if w.size else (0.0 if carry is None else carry["last"])
+    return w, {"codes": allc[max(allc.size - (window - 1), 0) :], "last": last}

@@ -434,3 +434,37 @@ def test_dpe_step():
     delta = [0.2, 0.4, 1.0, 0.5, 0.3]
     assert q.dpe_step(groups, prob, delta) == pytest.approx((0.1 + 0.4) / 2 - (0.2 + 0.2) / 3)
     assert q.dpe_step([1, 1], [0.5, 0.5], [0.2, 0.2]) == pytest.approx(-0.1)
+
+
+# ----------------------------------------------------------------------------- F-PPO-L distance
+
+
+@pytest.mark.parametrize("form", ["reference", "intended"])
+def test_windowed_count_w1_matches_a_loop_and_resumes(form):
+    rng = np.random.default_rng(3)
+    T, window = 230, 17
+    groups = rng.integers(0, 2, T)
+    bins = rng.integers(0, N_BINS, T)
+    want = []
+    for t in range(T):
+        lo = max(0, t - window + 1)
+        h = np.zeros((2, N_BINS))
+        for s, b in zip(groups[lo : t + 1], bins[lo : t + 1]):
+            h[s, b] += 1
+        if form == "reference":
+            want.append(np.abs(np.sort(h[0]) - np.sort(h[1])).mean())
+        elif h[0].sum() and h[1].sum():
+            f = np.cumsum(h / h.sum(axis=1, keepdims=True), axis=1)
+            want.append(np.abs(f[0] - f[1]).sum())
+        else:
+            want.append(0.0)
+    whole, _ = q.windowed_count_w1(groups, bins, N_BINS, window, form)
+    assert np.allclose(whole, want, atol=1e-12)
+    parts, carry = [], None
+    for lo, hi in ((0, 5), (5, 6), (6, 100), (100, T)):
+        w, carry = q.windowed_count_w1(groups[lo:hi], bins[lo:hi], N_BINS, window, form, carry)
+        parts.append(w)
+    assert np.allclose(np.concatenate(parts), want, atol=1e-12)
+    assert carry["last"] == pytest.approx(want[-1])
+    with pytest.raises(ValueError, match="form"):
+        q.windowed_count_w1(groups, bins, form="sinkhorn")

@@ -153,6 +153,7 @@ class FairnessMetricsCallback(RLlibCallback):
                     self._warned = True
                 continue
             done = episode.is_done
+            self._replicator_metrics(episode, done, metrics_logger)
             # One pass over the infos for both users of the per-decision arrays.
             steps = episode_steps(episode) if (attach or selective) else None
             if attach:
@@ -219,6 +220,41 @@ class FairnessMetricsCallback(RLlibCallback):
                 (keys.NUM_EPISODES, acc["episodes"]),
             ):
                 metrics_logger.log_value((keys.RAW, name, raw_key), float(value), reduce="sum")
+
+    def _replicator_metrics(self, episode, done, metrics_logger) -> None:
+        """Episode means and sums of the replicator env's per-step loss, disparity and state.
+
+        Only for envs whose step infos carry the replicator keys (checked on the chunk's
+        last info); see :mod:`..keys` for the logged names. Sums of a running episode are
+        carried to the next sample call; a finished episode logs one value per key.
+        """
+        infos = episode.get_infos()[1:]
+        if not infos or keys.INFO_REPLICATOR_Q_NEXT not in infos[-1]:
+            return
+        key = (episode.id_, "__replicator__")
+        acc = self._carries.pop(key, None) or [0.0, 0.0, 0.0, 0.0, 0]
+        for info in infos:
+            q0, q1 = info[keys.INFO_REPLICATOR_Q_NEXT]
+            acc[0] += info[keys.INFO_REPLICATOR_LOSS]
+            acc[1] += info[keys.INFO_REPLICATOR_DISPARITY]
+            acc[2] += 0.5 * (q0 + q1)
+            acc[3] += abs(q0 - q1)
+            acc[4] += 1
+        if not done:
+            self._carries[key] = acc
+            return
+        n = acc[4]
+        for name, value in (
+            (keys.REPLICATOR_LOSS_MEAN, acc[0] / n),
+            (keys.REPLICATOR_DISPARITY_MEAN, acc[1] / n),
+            (keys.REPLICATOR_CUMULATIVE_LOSS, acc[0]),
+            (keys.REPLICATOR_CUMULATIVE_DISPARITY, acc[1]),
+            (keys.REPLICATOR_Q_MEAN, acc[2] / n),
+            (keys.REPLICATOR_Q_GAP, acc[3] / n),
+        ):
+            metrics_logger.log_value(
+                (keys.REPLICATOR, name), float(value), reduce="mean", clear_on_reduce=True
+            )
 
     def _selective_metrics(self, config, episode, done, totals: dict, steps: dict) -> None:
         """Sums for the selective-labels metrics: three disparities, r^i and eps^i.

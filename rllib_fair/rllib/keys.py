@@ -32,6 +32,15 @@ equalized odds, the notion's only pair otherwise, where the pair level is omitte
 ``fairness/<N>/num_episodes``                     episodes finished in the iteration
 ================================================  =========================================
 
+Replicator population (``fair/Replicator-v0``, ``fair/ReplicatorAdult-v0``; Yin et al.
+2023): from envs whose step infos carry ``loss``, ``disparity`` and ``q_next``, each
+finished episode contributes to the means over the iteration's episodes of
+``env_runners/replicator/<key>``: ``loss_mean`` and ``disparity_mean`` (episode means of
+the per-step loss L and the configured squared disparity D, paper Figs. 1 e, 3),
+``cumulative_loss`` and ``cumulative_disparity`` (episode sums, Fig. 4), ``q_mean`` (mean
+of ``(q'_0 + q'_1) / 2``) and ``q_gap`` (mean of ``|q'_0 - q'_1|``). The per-step D is the
+paper's disparity, not the ledger gap of ``fairness/<N>/bias``.
+
 Zero demand follows :mod:`rllib_fair.fairness.ledger`: a group with no demand has an
 undefined rate, reported as 0 and left out of the gap; no NaN or inf is ever logged.
 The same keys appear under ``evaluation/`` for evaluation runs.
@@ -65,6 +74,18 @@ NUM_EPISODES = "num_episodes"
 # ``rejection_rate/<group>`` (r^i) and ``predictor_error/<group>`` (eps^i, the predictor's
 # mean error on the rejected, computed with true labels on the env runner for logging).
 SELECTIVE = "selective"
+
+# Replicator-population episode metrics (see the docstring) and the info keys they read.
+REPLICATOR = "replicator"
+REPLICATOR_LOSS_MEAN = "loss_mean"
+REPLICATOR_DISPARITY_MEAN = "disparity_mean"
+REPLICATOR_CUMULATIVE_LOSS = "cumulative_loss"
+REPLICATOR_CUMULATIVE_DISPARITY = "cumulative_disparity"
+REPLICATOR_Q_MEAN = "q_mean"
+REPLICATOR_Q_GAP = "q_gap"
+INFO_REPLICATOR_LOSS = "loss"
+INFO_REPLICATOR_DISPARITY = "disparity"
+INFO_REPLICATOR_Q_NEXT = "q_next"
 
 # Raw sums logged by the env runners (reduced by summation across runners), turned into
 # the keys above by the callback's ``on_train_result`` and then removed.

@@ -172,8 +172,9 @@ class LendingDriftEnv(PoolEnv):
 
     ## Fairness signals
 
-    ``info`` of ``step`` (``reset`` gives the same keys, zero decision counts, -1 for the
-    integers and 0.0 for the gains):
+    ``info`` of ``step`` (``reset`` gives the same keys with zero decision counts, -1 for
+    group, label, decision, individual and the bins, 0 for the drift and 0.0 for the
+    gains):
 
     * ``"fairness"``: float64 ``[NUM_FIELDS, 2]`` counts
       (:mod:`rllib_fair.fairness.counts`). Decision rows: the applicant decided on in this

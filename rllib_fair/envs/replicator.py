@@ -146,7 +146,10 @@ class ReplicatorEnv(FairEnvMixin, gym.Env):
     into the end bins). Adult model: ``tau_k = a_k`` on the score in ``[0, 1]``, 32 bins.
     Binned rule: bin ``j`` is accepted in the fraction ``clip(j + 1 - a B, 0, 1)`` (mass
     uniform within a bin), so the rates are continuous and piecewise linear in ``a``.
-    ``a = 0`` accepts (almost) everyone, ``a = 1`` rejects (almost) everyone.
+    ``a = 0`` accepts (almost) everyone, ``a = 1`` rejects (almost) everyone. With the
+    default utilities, qualification grows only for ``|tau| < 1.507``, i.e. ``a`` in
+    ``(0.312, 0.688)`` on ``[-4, 4]``; a narrower ``threshold_range`` (e.g. ``(-3, 3)``)
+    widens that band for coarse action grids such as L-UCBFair's regions.
 
     ## Observation Space
 

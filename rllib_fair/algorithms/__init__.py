@@ -25,6 +25,12 @@ class AlgorithmSpec:
         smoke_env: a registered env id the algorithm trains on out of the box; the
             registry-wide tests (multiple learners, GPU learner, weight-sync size)
             train every algorithm on its ``smoke_env``.
+        learns: False for baselines that never update a learner (the myopic
+            optimisers): registry-wide tests then check sampling, not training.
+        variant_of: name of the registered algorithm whose classes this one only
+            re-parameterises (a different default setting); its tuned examples live in
+            that algorithm's folder and the registry-wide scale-out tests, which
+            exercise the shared classes, run on the base name only.
     """
 
     name: str
@@ -33,6 +39,8 @@ class AlgorithmSpec:
     config_class: str
     paper: str
     smoke_env: str = "fair/Lending-v0"
+    learns: bool = True
+    variant_of: str | None = None
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
@@ -89,6 +97,24 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             ),
             smoke_env="fair/LendingFICO-v0",
         ),
+        *[
+            AlgorithmSpec(
+                name=name,
+                module="rllib_fair.algorithms.myopic.myopic",
+                algo_class=name,
+                config_class=f"{name}Config",
+                paper=f"{what} (Yin et al. 2023, Sec. 3.3, {eq}): per-step risk minimiser",
+                smoke_env="fair/Replicator-v0",
+                learns=False,
+                variant_of=None if name == "Myopic" else "Myopic",
+            )
+            for name, what, eq in (
+                ("Myopic", "Myopic baseline, min_a L(s, a)", "Eq. 7a"),
+                ("MyopicFair", "Myopic-Fair baseline, (1 - lambda) L + lambda D", "Eq. 7b"),
+                ("Maxmin", "Maxmin baseline, min_a max_g L_g(s, a)", "Eq. 7c"),
+                ("MaxminFair", "Maxmin-Fair baseline, (1 - lambda) max_g L_g + lambda D", "Eq. 7d"),
+            )
+        ],
     ]
 }
 
@@ -96,6 +122,11 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 def list_algorithms() -> list[str]:
     """Returns the registered algorithm names, sorted."""
     return sorted(ALGORITHMS)
+
+
+def base_algorithms() -> list[str]:
+    """Registered names that are not mere variants of another (sorted)."""
+    return sorted(n for n, spec in ALGORITHMS.items() if spec.variant_of is None)
 
 
 def get_spec(name: str) -> AlgorithmSpec:

@@ -1,0 +1,319 @@
+"""The myopic baselines of Yin et al. 2023 (Sec. 3.3, Eq. 7a-d) as RLlib algorithms.
+
+A myopic baseline observes the current state of a replicator-dynamics population and
+chooses the two per-group thresholds that minimise a *one-step* objective (repeated risk
+minimisation). It ignores the dynamics and learns nothing across steps:
+
+* ``Myopic`` (Eq. 7a): ``f(a) = L(s, a)``;
+* ``MyopicFair`` (Eq. 7b): ``f(a) = (1 - lambda) L(s, a) + lambda D(s, a)``;
+* ``Maxmin`` (Eq. 7c): ``f(a) = max_g L_g(s, a)``;
+* ``MaxminFair`` (Eq. 7d): ``f(a) = (1 - lambda) max_g L_g(s, a) + lambda D(s, a)``;
+
+with ``L`` and ``D`` the loss and squared disparity the environment is configured with.
+The paper optimises a parameterised stochastic policy by "simple gradient descent"; here
+the thresholds are deterministic and found by
+:func:`rllib_fair.envs.replicator_myopic.myopic_action` (a grid over ``[0, 1]^2`` then
+projected gradient descent from the best grid point: deterministic, so a baseline's
+trajectory depends only on the initial state).
+
+RLlib mapping (DESIGN.md, example 10): :class:`MyopicRLModule` carries no weights; it
+rebuilds the environment's model from the same env id and ``env_config`` and solves the
+objective per observation in its forward passes. :class:`Myopic` is an ``Algorithm``
+whose ``training_step`` only samples and reports (fairness metrics included); its learner
+registers no optimizer. ``lambda`` is ``fair_lambda`` (default 0.5, the value the paper's
+first version states; the reference's greedy script used 1.0).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.torch.torch_learner import TorchLearner
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
+from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
+    TIMERS,
+)
+
+from rllib_fair.rllib.config import FairnessConfigMixin
+
+#: Objectives of Eq. 7a-d, by name.
+OBJECTIVES: tuple[str, ...] = ("myopic", "myopic_fair", "maxmin", "maxmin_fair")
+
+
+def _env_id(env: Any) -> str:
+    """The gymnasium id of a config's ``env`` (``"module:id"`` forms reduced to the id)."""
+    if not isinstance(env, str):
+        raise ValueError(
+            f"env: {env!r} is invalid for a myopic baseline; valid: a registered replicator "
+            "env id (fair/Replicator-v0, fair/ReplicatorAdult-v0)"
+        )
+    return env.split(":", 1)[1] if ":" in env else env
+
+
+def make_model_env(env: str, env_config: dict | None):
+    """Builds the (unwrapped) environment whose model a myopic baseline optimises."""
+    import gymnasium
+
+    import rllib_fair  # noqa: F401  (registers the fair/* ids)
+
+    return gymnasium.make(_env_id(env), **dict(env_config or {})).unwrapped
+
+
+class MyopicRLModule(TorchRLModule):
+    """Weight-free module: solves the one-step objective for every observation.
+
+    ``model_config`` keys (filled by :class:`MyopicConfig`): ``myopic_env``,
+    ``myopic_env_config``, ``objective``, ``fair_lambda``, ``solver_grid``,
+    ``solver_iters``, ``solver_step``. Actions are thresholds in env units (the config
+    sets ``normalize_actions=False``).
+    """
+
+    def setup(self):
+        """Rebuilds the env model and reads the solver settings."""
+        cfg = self.model_config
+        self._model_env = make_model_env(cfg["myopic_env"], cfg.get("myopic_env_config"))
+        self._objective = cfg["objective"]
+        self._lam = float(cfg["fair_lambda"])
+        self._solver = {
+            "grid": int(cfg["solver_grid"]),
+            "iters": int(cfg["solver_iters"]),
+            "step": float(cfg["solver_step"]),
+        }
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Thresholds ``[B, 2]`` (float32) for a batch of observations ``[B, obs_dim]``."""
+        from rllib_fair.envs.replicator_myopic import myopic_action
+
+        obs = np.asarray(obs, dtype=np.float64).reshape(len(obs), -1)
+        out = np.empty((len(obs), 2), dtype=np.float32)
+        for i, row in enumerate(obs):
+            q = self._model_env.q_from_observation(row)
+            out[i] = myopic_action(
+                self._model_env, self._objective, lam=self._lam, q=q, **self._solver
+            )
+        return out
+
+    def _forward(self, batch, **kwargs):
+        import torch
+
+        obs = batch[Columns.OBS]
+        actions = self.act(obs.detach().cpu().numpy())
+        return {Columns.ACTIONS: torch.as_tensor(actions, device=obs.device)}
+
+    def _forward_train(self, batch, **kwargs):
+        raise NotImplementedError("a myopic baseline never trains")
+
+    def get_state(self, *args, **kwargs) -> dict:
+        """No weights: the state is empty (syncs and checkpoints carry nothing)."""
+        return {}
+
+    def set_state(self, state) -> None:
+        """Nothing to restore."""
+
+
+class NoOpLearner(TorchLearner):
+    """A learner with no optimizer (RLlib builds a LearnerGroup for every algorithm)."""
+
+    def configure_optimizers_for_module(self, module_id, config=None):
+        """Registers nothing: the module has no parameters."""
+
+    def _make_modules_ddp_if_necessary(self) -> None:
+        """Never wraps the module in DDP.
+
+        Torch refuses DDP for a module without parameters, and with no gradients there is
+        nothing to all-reduce: several learners stay identical.
+        """
+
+    def compute_loss_for_module(self, **kwargs):
+        """Never called: :class:`Myopic` does not update its learners."""
+        raise NotImplementedError("a myopic baseline never trains")
+
+
+class MyopicConfig(FairnessConfigMixin, AlgorithmConfig):
+    """Config of the myopic baselines (Eq. 7a-d of Yin et al. 2023).
+
+    Attributes:
+        objective: one of :data:`OBJECTIVES`; the registered names ``Myopic``,
+            ``MyopicFair``, ``Maxmin`` and ``MaxminFair`` differ only in its default.
+        fair_lambda: lambda of the "-Fair" objectives, in [0, 1] (default 0.5, the paper's
+            first version; the reference's greedy script used 1.0). Unused otherwise.
+        solver_grid: points per axis of the threshold grid (>= 2).
+        solver_iters: projected gradient steps after the grid (>= 0).
+        solver_step: gradient step size (> 0).
+        train_batch_size_per_learner: env steps sampled per training iteration.
+    """
+
+    DEFAULT_OBJECTIVE = "myopic"
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or Myopic)
+        self.objective: str = self.DEFAULT_OBJECTIVE
+        self.fair_lambda: float = 0.5
+        self.solver_grid: int = 101
+        self.solver_iters: int = 100
+        self.solver_step: float = 0.05
+        # The module emits thresholds in env units, never squashed actions.
+        self.normalize_actions = False
+        self.clip_actions = True
+        self.train_batch_size_per_learner = 1000
+        # Nothing is learned, so no fairness columns are needed by a learner.
+        self.fairness_columns = False
+
+    def training(
+        self,
+        *,
+        objective=NotProvided,
+        fair_lambda=NotProvided,
+        solver_grid=NotProvided,
+        solver_iters=NotProvided,
+        solver_step=NotProvided,
+        **kw,
+    ):
+        """RLlib's ``training()`` plus the baseline's settings (see the class attributes)."""
+        super().training(**kw)
+        for key, value in (
+            ("objective", objective),
+            ("fair_lambda", fair_lambda),
+            ("solver_grid", solver_grid),
+            ("solver_iters", solver_iters),
+            ("solver_step", solver_step),
+        ):
+            if value is not NotProvided:
+                setattr(self, key, value)
+        return self
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """Returns the spec of :class:`MyopicRLModule`."""
+        return RLModuleSpec(module_class=MyopicRLModule)
+
+    def get_default_learner_class(self):
+        """Returns :class:`NoOpLearner`."""
+        return NoOpLearner
+
+    @property
+    def _model_config_auto_includes(self) -> dict[str, Any]:
+        return super()._model_config_auto_includes | {
+            "myopic_env": self.env,
+            "myopic_env_config": dict(self.env_config or {}),
+            "objective": self.objective,
+            "fair_lambda": self.fair_lambda,
+            "solver_grid": self.solver_grid,
+            "solver_iters": self.solver_iters,
+            "solver_step": self.solver_step,
+        }
+
+    def validate(self) -> None:
+        """RLlib's and the fairness checks, then the baseline's (one-line messages)."""
+        super().validate()
+        if self.objective not in OBJECTIVES:
+            raise ValueError(
+                f"objective: {self.objective!r} is invalid; valid choices: {', '.join(OBJECTIVES)}"
+            )
+        lam = self.fair_lambda
+        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
+            raise ValueError(f"fair_lambda: {lam!r} is invalid; valid: a number in [0, 1]")
+        for key, low in (("solver_grid", 2), ("solver_iters", 0)):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{key}: {v!r} is invalid; valid: an int >= {low}")
+        s = self.solver_step
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 < s < math.inf:
+            raise ValueError(f"solver_step: {s!r} is invalid; valid: a finite number > 0")
+        if self.normalize_actions:
+            raise ValueError(
+                "normalize_actions: True is invalid for a myopic baseline (its thresholds are "
+                "in env units); valid: false"
+            )
+        if self.env is not None:
+            env = make_model_env(self.env, self.env_config)
+            if not (hasattr(env, "objective_values") and hasattr(env, "q_from_observation")):
+                raise ValueError(
+                    f"env: {self.env!r} is invalid for a myopic baseline (it has no one-step "
+                    "objective model); valid choices: fair/Replicator-v0, fair/ReplicatorAdult-v0"
+                )
+
+
+class Myopic(Algorithm):
+    """Samples with the per-step optimiser and reports; never updates a learner."""
+
+    @classmethod
+    def get_default_config(cls) -> MyopicConfig:
+        """Returns a fresh :class:`MyopicConfig`."""
+        return MyopicConfig()
+
+    def training_step(self) -> None:
+        """One iteration: sample ``train_batch_size_per_learner`` env steps, log metrics."""
+        cfg = self.config
+        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+            _, runner_metrics = synchronous_parallel_sample(
+                worker_set=self.env_runner_group,
+                max_env_steps=cfg.train_batch_size_per_learner,
+                sample_timeout_s=cfg.sample_timeout_s,
+                _uses_new_env_runners=True,
+                _return_metrics=True,
+            )
+        # RLlib derives the lifetime step counters (Tune's stop keys) from these.
+        self.metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
+
+
+class MyopicFairConfig(MyopicConfig):
+    """Myopic-Fair (Eq. 7b): :class:`MyopicConfig` with ``objective="myopic_fair"``."""
+
+    DEFAULT_OBJECTIVE = "myopic_fair"
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or MyopicFair)
+
+
+class MyopicFair(Myopic):
+    """Myopic-Fair (Eq. 7b): minimises (1 - lambda) L + lambda D at every step."""
+
+    @classmethod
+    def get_default_config(cls) -> MyopicFairConfig:
+        """Returns a fresh :class:`MyopicFairConfig`."""
+        return MyopicFairConfig()
+
+
+class MaxminConfig(MyopicConfig):
+    """Maxmin (Eq. 7c): :class:`MyopicConfig` with ``objective="maxmin"``."""
+
+    DEFAULT_OBJECTIVE = "maxmin"
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or Maxmin)
+
+
+class Maxmin(Myopic):
+    """Maxmin (Eq. 7c): minimises the worse group's loss at every step."""
+
+    @classmethod
+    def get_default_config(cls) -> MaxminConfig:
+        """Returns a fresh :class:`MaxminConfig`."""
+        return MaxminConfig()
+
+
+class MaxminFairConfig(MyopicConfig):
+    """Maxmin-Fair (Eq. 7d): :class:`MyopicConfig` with ``objective="maxmin_fair"``."""
+
+    DEFAULT_OBJECTIVE = "maxmin_fair"
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or MaxminFair)
+
+
+class MaxminFair(Myopic):
+    """Maxmin-Fair (Eq. 7d): minimises (1 - lambda) max_g L_g + lambda D at every step."""
+
+    @classmethod
+    def get_default_config(cls) -> MaxminFairConfig:
+        """Returns a fresh :class:`MaxminFairConfig`."""
+        return MaxminFairConfig()

@@ -1,0 +1,528 @@
+"""TD3 (Fujimoto, van Hoof, Meger, ICML 2018) as a generic RLlib algorithm on SAC's machinery.
+
+RLlib 2.60 has no TD3; this follows the pattern of RLlib's TQC (a variant built on SAC):
+:class:`TD3Config` subclasses ``SACConfig``, :class:`TD3` subclasses ``SAC``, the learner
+subclasses ``SACTorchLearner`` and a small module holds a deterministic tanh actor and twin
+critics. Nothing here is fairness-specific: TD3 trains on any env with a Box action space
+(Pendulum-v1 included); a fairness variant (R-TD3) is a thin subclass that changes the
+env's reward through ``env_config``.
+
+Two replay paths, chosen by ``replay_path``:
+
+* ``"fast"`` (default): a numpy transition ring buffer owned by the Algorithm, filled from
+  the sampled episodes; one ``learner_group.update(batch=MultiAgentBatch(numpy))`` call per
+  training step performs ``n`` sequential gradient steps (``minibatch_size =
+  train_batch_size_per_learner``) on ``n * batch`` uniformly drawn rows. A batch of numpy
+  arrays bypasses the learner connector (``Learner._make_batch_if_necessary``). One-step
+  transitions only (``n_step=1``).
+* ``"episode"``: RLlib's uniform ``EpisodeReplayBuffer`` and learner connector, one
+  ``update(episodes=...)`` call per gradient step (supports ``n_step > 1``); slow on CPU.
+
+Schedule (both paths): each training step samples ``rollout_fragment_length`` steps per env
+runner, then takes ``round(updates_per_env_step * new env steps)`` gradient steps (the
+fractional part carries over), once the lifetime env steps reach
+``num_steps_sampled_before_learning_starts``. The default (``rollout_fragment_length=100``,
+``updates_per_env_step=1``) is one gradient step per env step; SB3's per-episode schedule of
+the R-TD3 reference is ``rollout_fragment_length=H``. The count does not depend on the number
+of env runners (no ``training_intensity`` "+1" pitfall).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.algorithms.sac.sac import SAC, SACConfig
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
+from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+from ray.rllib.utils.metrics import (
+    ALL_MODULES,
+    ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    NUM_AGENT_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    REPLAY_BUFFER_ADD_DATA_TIMER,
+    REPLAY_BUFFER_SAMPLE_TIMER,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TIMERS,
+)
+
+from rllib_fair.rllib.config import FairnessConfigMixin, _env_meta
+
+REPLAY_PATHS = ("fast", "episode")
+#: Algorithm-state key of the ring buffer (present only with ``checkpoint_replay_buffer``).
+RING_BUFFER_STATE = "td3_ring_buffer"
+
+
+class TD3Config(FairnessConfigMixin, SACConfig):
+    """TD3 settings on top of SAC's (fields typed, set with ``training(...)``).
+
+    Package defaults next to Stable-Baselines3 (>= 2.3) TD3's and the R-TD3 reference run's
+    (spec 4.2.1): this package uses the reference run's settings.
+
+    ==========================================  ==========  =============  =========
+    setting                                     SB3 TD3     [ref] R-TD3    here
+    ==========================================  ==========  =============  =========
+    ``actor_lr`` / ``critic_lr``                1e-3        5e-4           5e-4
+    ``train_batch_size_per_learner``            256         128            128
+    ``num_steps_sampled_before_learning_starts``  100       300            300
+    ``random_warmup_steps`` (uniform actions)   100         300            300
+    replay capacity                             1e6         1e6            1e6
+    ``tau`` / ``gamma``                         0.005/0.99  same           same
+    network ``fcnet_hiddens``, relu             [400, 300]  [400, 300]     [400, 300]
+    ``policy_delay``                            2           2              2
+    ``target_noise`` / ``target_noise_clip``    0.2 / 0.5   same           same
+    ``exploration_noise`` (normalised scale)    none        0.1            0.1
+    updates per env step                        1           1 (per ep.)    1
+    ==========================================  ==========  =============  =========
+
+    Attributes:
+        policy_delay: the actor and the targets are updated on every ``policy_delay``-th
+            gradient step (TD3's delayed policy update).
+        target_noise: sigma of the target-policy smoothing noise (normalised actions).
+        target_noise_clip: the smoothing noise is clipped to +-this.
+        exploration_noise: sigma of the Gaussian noise added to the actor when sampling
+            (normalised action scale [-1, 1]; 0.1 there is 0.05 of a [0, 1] action range).
+        random_warmup_steps: uniform random actions while the lifetime env steps are below
+            this (SB3's ``learning_starts`` behaviour). Done in the module's exploration
+            forward, so the stored actions are in the normalised scale.
+        replay_path: ``"fast"`` (numpy ring buffer, numpy batches) or ``"episode"``
+            (RLlib's ``EpisodeReplayBuffer``).
+        updates_per_env_step: gradient steps per sampled env step (update-to-data ratio).
+        checkpoint_replay_buffer: put the fast path's ring buffer into the algorithm's
+            checkpoint state (off by default: 1e6 transitions are large; a restored run
+            then refills the buffer, like RLlib's default for its replay buffers).
+    """
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or TD3)
+        self.policy_delay: int = 2
+        self.target_noise: float = 0.2
+        self.target_noise_clip: float = 0.5
+        self.exploration_noise: float = 0.1
+        self.random_warmup_steps: int = 300
+        self.replay_path: str = "fast"
+        self.updates_per_env_step: float = 1.0
+        self.checkpoint_replay_buffer: bool = False
+        # SAC fields with TD3 defaults.
+        self.actor_lr = 5e-4
+        self.critic_lr = 5e-4
+        self.lr = None
+        self.twin_q = True
+        self.tau = 0.005
+        self.gamma = 0.99
+        self.n_step = 1
+        self.train_batch_size_per_learner = 128
+        self.num_steps_sampled_before_learning_starts = 300
+        self.rollout_fragment_length = 100
+        self.replay_buffer_config = {"type": "EpisodeReplayBuffer", "capacity": int(1e6)}
+        # TD3 needs no fairness columns; the fast path bypasses the learner connector.
+        self.fairness_columns = False
+
+    def training(
+        self,
+        *,
+        policy_delay: int = NotProvided,
+        target_noise: float = NotProvided,
+        target_noise_clip: float = NotProvided,
+        exploration_noise: float = NotProvided,
+        random_warmup_steps: int = NotProvided,
+        replay_path: str = NotProvided,
+        updates_per_env_step: float = NotProvided,
+        checkpoint_replay_buffer: bool = NotProvided,
+        **kwargs,
+    ):
+        """SAC's ``training()`` plus TD3's settings (see the class attributes).
+
+        Returns:
+            This updated config.
+        """
+        super().training(**kwargs)
+        for key, value in (
+            ("policy_delay", policy_delay),
+            ("target_noise", target_noise),
+            ("target_noise_clip", target_noise_clip),
+            ("exploration_noise", exploration_noise),
+            ("random_warmup_steps", random_warmup_steps),
+            ("replay_path", replay_path),
+            ("updates_per_env_step", updates_per_env_step),
+            ("checkpoint_replay_buffer", checkpoint_replay_buffer),
+        ):
+            if value is not NotProvided:
+                setattr(self, key, value)
+        return self
+
+    @property
+    def _model_config_auto_includes(self) -> dict[str, Any]:
+        return super()._model_config_auto_includes | {
+            "exploration_noise": self.exploration_noise,
+            "random_warmup_steps": self.random_warmup_steps,
+        }
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """The TD3 torch module."""
+        from rllib_fair.algorithms.td3.torch.td3_torch_rl_module import TD3TorchRLModule
+
+        return RLModuleSpec(module_class=TD3TorchRLModule)
+
+    def get_default_learner_class(self):
+        """Returns :class:`TD3TorchLearner`."""
+        from rllib_fair.algorithms.td3.torch.td3_torch_learner import TD3TorchLearner
+
+        return TD3TorchLearner
+
+    # ------------------------------------------------------------------ fairness (generic)
+    def resolved_fairness_notion(self) -> str | None:
+        """The configured notion, the env's default, or None for a non-fairness env."""
+        if self.fairness_notion is None and _env_meta(self.env) is None:
+            return None
+        return super().resolved_fairness_notion()
+
+    def fairness_notions_to_log(self) -> list[str]:
+        """No notions on a non-fairness env (e.g. Pendulum-v1) without a configured one."""
+        if self.resolved_fairness_notion() is None:
+            return []
+        return super().fairness_notions_to_log()
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> None:
+        """SAC's, the fairness and TD3's checks (one-line messages)."""
+        super().validate()
+        _int_at_least("policy_delay", self.policy_delay, 1)
+        _int_at_least("random_warmup_steps", self.random_warmup_steps, 0)
+        _int_at_least(
+            "num_steps_sampled_before_learning_starts",
+            self.num_steps_sampled_before_learning_starts,
+            0,
+        )
+        for key in ("target_noise", "target_noise_clip", "exploration_noise"):
+            _number_at_least(key, getattr(self, key), 0.0)
+        for key in ("actor_lr", "critic_lr"):
+            value = getattr(self, key)
+            if not callable(value) and not isinstance(value, list):
+                _number_at_least(key, value, 0.0, strict=True)
+        _number_at_least("updates_per_env_step", self.updates_per_env_step, 0.0, strict=True)
+        if not (isinstance(self.tau, (int, float)) and 0.0 < self.tau <= 1.0):
+            raise ValueError(f"tau: {self.tau!r} is invalid; valid: 0 < tau <= 1")
+        if not (isinstance(self.gamma, (int, float)) and 0.0 <= self.gamma <= 1.0):
+            raise ValueError(f"gamma: {self.gamma!r} is invalid; valid: 0 <= gamma <= 1")
+        if self.replay_path not in REPLAY_PATHS:
+            raise ValueError(
+                f"replay_path: {self.replay_path!r} is invalid; valid choices: "
+                f"{', '.join(REPLAY_PATHS)}"
+            )
+        if self.replay_path == "fast" and self.n_step != 1:
+            raise ValueError(
+                f"n_step: {self.n_step!r} is invalid with replay_path 'fast'; valid: 1 "
+                "(or replay_path='episode' for n-step returns)"
+            )
+        if self.twin_q is not True:
+            raise ValueError(f"twin_q: {self.twin_q!r} is invalid; TD3 always uses twin Q: True")
+        if self.initial_alpha != 1.0 or self.target_entropy not in (None, "auto"):
+            raise ValueError(
+                f"initial_alpha/target_entropy: {self.initial_alpha!r}/{self.target_entropy!r} "
+                "are invalid; TD3 has no entropy term: leave SAC's defaults (1.0/'auto')"
+            )
+        if self.replay_buffer_config.get("type") not in ("EpisodeReplayBuffer",):
+            raise ValueError(
+                f"replay_buffer_config['type']: {self.replay_buffer_config.get('type')!r} is "
+                "invalid; TD3 replays uniformly: 'EpisodeReplayBuffer'"
+            )
+        if not isinstance(self.checkpoint_replay_buffer, bool):
+            raise ValueError(
+                f"checkpoint_replay_buffer: {self.checkpoint_replay_buffer!r} is invalid; "
+                "valid: true, false"
+            )
+        space = self._action_space_or_none()
+        if space is not None and not isinstance(space, gym.spaces.Box):
+            raise ValueError(
+                f"action space: {type(space).__name__} is invalid; TD3 needs a continuous "
+                "gymnasium.spaces.Box action space"
+            )
+
+    def _action_space_or_none(self):
+        """The env's action space when it can be found cheaply, else None."""
+        if self.action_space is not None:
+            return self.action_space
+        env = self.env
+        if isinstance(env, type) and issubclass(env, gym.Env):
+            maker = env
+        elif isinstance(env, str) and (":" in env or env in gym.registry):
+            maker = None
+        else:
+            return None
+        try:
+            made = (
+                maker(dict(self.env_config))
+                if maker is not None
+                else gym.make(env, **dict(self.env_config))
+            )
+        except Exception:  # noqa: BLE001  (spaces are checked again by the module)
+            return None
+        try:
+            return made.action_space
+        finally:
+            made.close()
+
+
+def _int_at_least(key: str, value, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{key}: {value!r} is invalid; valid: an integer >= {low}")
+
+
+def _number_at_least(key: str, value, low: float, strict: bool = False) -> None:
+    ok = isinstance(value, (int, float, np.floating)) and not isinstance(value, bool)
+    ok = ok and np.isfinite(value) and (value > low if strict else value >= low)
+    if not ok:
+        rel = ">" if strict else ">="
+        raise ValueError(f"{key}: {value!r} is invalid; valid: a finite number {rel} {low}")
+
+
+class TransitionRingBuffer:
+    """Uniform numpy replay of one-step transitions (obs, action, reward, next obs, term).
+
+    ``terminated`` is True only for a true terminal step; a truncated episode's last
+    transition keeps ``terminated=False`` and is bootstrapped from its next observation.
+    """
+
+    COLUMNS = (
+        Columns.OBS,
+        Columns.ACTIONS,
+        Columns.REWARDS,
+        Columns.NEXT_OBS,
+        Columns.TERMINATEDS,
+    )
+
+    def __init__(self, capacity: int, seed: int | None = None):
+        self.capacity = int(capacity)
+        self.size = 0
+        self.pos = 0
+        self.data: dict[str, np.ndarray] | None = None
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _allocate(self, example: dict[str, np.ndarray]) -> None:
+        self.data = {
+            k: np.zeros((self.capacity,) + v.shape[1:], dtype=v.dtype) for k, v in example.items()
+        }
+
+    def add(self, columns: dict[str, np.ndarray]) -> None:
+        """Appends rows (all columns the same length), overwriting the oldest."""
+        n = len(columns[Columns.REWARDS])
+        if n == 0:
+            return
+        if self.data is None:
+            self._allocate(columns)
+        if n > self.capacity:
+            columns = {k: v[-self.capacity :] for k, v in columns.items()}
+            n = self.capacity
+        idx = (self.pos + np.arange(n)) % self.capacity
+        for k, v in columns.items():
+            self.data[k][idx] = v
+        self.pos = int((self.pos + n) % self.capacity)
+        self.size = int(min(self.size + n, self.capacity))
+
+    def add_episodes(self, episodes) -> int:
+        """Adds every transition of the sampled single-agent episode chunks.
+
+        Returns:
+            The number of transitions added.
+        """
+        parts = [c for c in (episode_transitions(e) for e in episodes) if c is not None]
+        if not parts:
+            return 0
+        cols = {k: np.concatenate([p[k] for p in parts]) for k in self.COLUMNS}
+        self.add(cols)
+        return len(cols[Columns.REWARDS])
+
+    def sample(self, n: int) -> dict[str, np.ndarray]:
+        """``n`` rows drawn uniformly with replacement."""
+        idx = self.rng.integers(0, self.size, size=n)
+        return {k: v[idx] for k, v in self.data.items()}
+
+    def get_state(self) -> dict[str, Any]:
+        """Contents (only the filled rows), write position and RNG state."""
+        data = None
+        if self.data is not None:
+            data = {k: v[: self.size].copy() for k, v in self.data.items()}
+        return {
+            "capacity": self.capacity,
+            "size": self.size,
+            "pos": self.pos,
+            "data": data,
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores :meth:`get_state`'s output."""
+        self.capacity = int(state["capacity"])
+        self.size = int(state["size"])
+        self.pos = int(state["pos"])
+        self.data = None
+        if state["data"] is not None:
+            self._allocate({k: v[:1] for k, v in state["data"].items()})
+            for k, v in state["data"].items():
+                self.data[k][: self.size] = v
+        self.rng.bit_generator.state = state["rng"]
+
+
+def episode_transitions(episode) -> dict[str, np.ndarray] | None:
+    """One-step transitions of a sampled ``SingleAgentEpisode`` chunk as numpy columns."""
+    n = len(episode)
+    if n == 0:
+        return None
+    obs = np.asarray(episode.get_observations(slice(0, n + 1)), dtype=np.float32)
+    obs = obs.reshape(n + 1, -1)
+    actions = np.asarray(episode.get_actions(slice(0, n)), dtype=np.float32).reshape(n, -1)
+    rewards = np.asarray(episode.get_rewards(slice(0, n)), dtype=np.float32).reshape(n)
+    terminateds = np.zeros(n, dtype=np.float32)
+    if episode.is_terminated:
+        terminateds[-1] = 1.0
+    return {
+        Columns.OBS: obs[:-1],
+        Columns.ACTIONS: actions,
+        Columns.REWARDS: rewards,
+        Columns.NEXT_OBS: obs[1:],
+        Columns.TERMINATEDS: terminateds,
+    }
+
+
+class TD3(SAC):
+    """TD3 on RLlib's Algorithm / Learner / EnvRunner (see the module docstring)."""
+
+    @classmethod
+    def get_default_config(cls) -> TD3Config:
+        """Returns a fresh :class:`TD3Config`."""
+        return TD3Config()
+
+    def setup(self, config) -> None:
+        """SAC's setup plus the ring buffer (fast path) and the update credit."""
+        super().setup(config)
+        self._update_credit = 0.0
+        self.ring_buffer = None
+        if self.config.replay_path == "fast":
+            capacity = int(self.config.replay_buffer_config.get("capacity", int(1e6)))
+            seed = None if self.config.seed is None else int(self.config.seed) + 7919
+            self.ring_buffer = TransitionRingBuffer(capacity, seed=seed)
+
+    # ------------------------------------------------------------------ training
+    def training_step(self) -> None:
+        """Sample a fragment per env runner, store it, take n gradient steps, sync weights."""
+        cfg = self.config
+        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+            episodes, env_runner_results = synchronous_parallel_sample(
+                worker_set=self.env_runner_group,
+                concat=True,
+                sample_timeout_s=cfg.sample_timeout_s,
+                _uses_new_env_runners=True,
+                _return_metrics=True,
+            )
+        self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
+        new_steps = sum(len(e) for e in episodes)
+        with self.metrics.log_time((TIMERS, REPLAY_BUFFER_ADD_DATA_TIMER)):
+            if self.ring_buffer is not None:
+                self.ring_buffer.add_episodes(episodes)
+            else:
+                self.local_replay_buffer.add(episodes)
+
+        lifetime = self.metrics.peek(
+            (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0
+        )
+        if lifetime < cfg.num_steps_sampled_before_learning_starts:
+            return
+        self._update_credit += cfg.updates_per_env_step * new_steps
+        n_updates = int(self._update_credit)
+        self._update_credit -= n_updates
+        if n_updates == 0:
+            return
+        timesteps = {
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: lifetime,
+            NUM_AGENT_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
+                (ENV_RUNNER_RESULTS, NUM_AGENT_STEPS_SAMPLED_LIFETIME), default={}
+            ),
+        }
+        if self.ring_buffer is not None:
+            learner_results = self._update_fast(n_updates, timesteps)
+        else:
+            learner_results = self._update_episode(n_updates, timesteps)
+
+        with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+            modules = set(learner_results[0].keys()) - {ALL_MODULES}
+            self.env_runner_group.sync_weights(
+                from_worker_or_learner_group=self.learner_group,
+                policies=modules,
+                inference_only=True,
+            )
+
+    def _update_fast(self, n_updates: int, timesteps: dict) -> list[dict]:
+        """One update() call doing ``n_updates`` sequential minibatch steps per learner.
+
+        With several learners each gets its own ``n_updates * batch`` rows (``batches=``;
+        RLlib would otherwise split one batch's rows, giving each learner fewer steps) and
+        the learner averages gradients over learners, so their weights stay equal.
+        """
+        cfg = self.config
+        size = cfg.train_batch_size_per_learner
+        num_learners = max(cfg.num_learners, 1)
+        with self.metrics.log_time((TIMERS, REPLAY_BUFFER_SAMPLE_TIMER)):
+            batches = [
+                MultiAgentBatch(
+                    {DEFAULT_MODULE_ID: SampleBatch(self.ring_buffer.sample(n_updates * size))},
+                    env_steps=n_updates * size,
+                )
+                for _ in range(num_learners)
+            ]
+        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+            kwargs = {"batch": batches[0]} if num_learners == 1 else {"batches": batches}
+            results = self.learner_group.update(
+                **kwargs,
+                timesteps=timesteps,
+                num_epochs=1,
+                minibatch_size=size,
+                shuffle_batch_per_epoch=False,
+            )
+        self.metrics.aggregate(results, key=LEARNER_RESULTS)
+        return results
+
+    def _update_episode(self, n_updates: int, timesteps: dict) -> list[dict]:
+        """RLlib's episode replay path: one sample + update() call per gradient step."""
+        cfg = self.config
+        results = []
+        for _ in range(n_updates):
+            with self.metrics.log_time((TIMERS, REPLAY_BUFFER_SAMPLE_TIMER)):
+                episodes = self.local_replay_buffer.sample(
+                    num_items=cfg.total_train_batch_size,
+                    n_step=cfg.n_step,
+                    gamma=cfg.gamma,
+                    sample_episodes=True,
+                )
+            with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+                results = self.learner_group.update(episodes=episodes, timesteps=timesteps)
+            self.metrics.aggregate(results, key=LEARNER_RESULTS)
+        return results
+
+    # ------------------------------------------------------------------ state
+    def get_state(self, *args, **kwargs) -> dict:
+        """Algorithm state; plus the ring buffer when ``checkpoint_replay_buffer``."""
+        state = super().get_state(*args, **kwargs)
+        state["td3_update_credit"] = getattr(self, "_update_credit", 0.0)
+        if self.ring_buffer is not None and self.config.checkpoint_replay_buffer:
+            state[RING_BUFFER_STATE] = self.ring_buffer.get_state()
+        return state
+
+    def set_state(self, state: dict) -> None:
+        """Restores the algorithm state (and the ring buffer when it was saved)."""
+        super().set_state(state)
+        if "td3_update_credit" in state:
+            self._update_credit = float(state["td3_update_credit"])
+        if self.ring_buffer is not None and RING_BUFFER_STATE in state:
+            self.ring_buffer.set_state(state[RING_BUFFER_STATE])

@@ -1,0 +1,1 @@
+"""Torch pieces of TD3: the RL module and the learner."""

@@ -1,0 +1,194 @@
+"""TD3's loss on SAC's learner machinery (Fujimoto et al. 2018, Alg. 1).
+
+Per gradient step (one minibatch):
+
+* target policy smoothing: a' = clip(pi_targ(s') + clip(N(0, sigma_t^2), -c, c), -1, 1);
+* clipped double-Q target: y = r + gamma^n (1 - terminated) min(Q1_targ, Q2_targ)(s', a');
+* critic loss: MSE(Q1(s, a), y) + MSE(Q2(s, a), y);
+* every ``policy_delay``-th step: actor loss -Q1(s, pi(s)).mean(), built with the critics'
+  ``requires_grad`` off (no actor gradient reaches them), then the Polyak update
+  theta_targ <- tau theta + (1 - tau) theta_targ of all three targets.
+
+The Polyak update runs inside :meth:`apply_gradients`, right after the optimizer steps, so
+it is correct when one ``update()`` call performs several gradient steps (minibatches).
+With ``num_learners >= 2`` the gradients are averaged over the learners explicitly
+(all-reduce), so every learner takes the same step and the weights stay equal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.learner import POLICY_LOSS_KEY, Learner
+from ray.rllib.core.learner.utils import update_target_network
+from ray.rllib.utils.metrics import ALL_MODULES
+from ray.rllib.utils.typing import ModuleID, ParamDict, TensorType
+
+QF_LOSS_KEY = "qf_loss"
+QF_TWIN_LOSS_KEY = "qf_twin_loss"
+QF_MEAN_KEY = "qf_mean"
+NUM_ACTOR_UPDATES = "num_actor_updates"
+NUM_GRADIENT_STEPS = "num_gradient_steps"
+
+
+class TD3TorchLearner(SACTorchLearner):
+    """Clipped double-Q, target policy smoothing, delayed actor and delayed targets."""
+
+    def build(self) -> None:
+        """SAC's build (target networks, NEXT_OBS connector piece) plus step counters."""
+        super().build()
+        self._num_gradient_steps = 0
+        self._logged_gradient_steps = 0
+        self._actor_stepped: set[ModuleID] = set()
+
+    def configure_optimizers_for_module(self, module_id: ModuleID, config=None) -> None:
+        """Adam for ``qf``, ``qf_twin`` (critic_lr) and ``policy`` (actor_lr); no alpha."""
+        module = self._module[module_id].unwrapped()
+        for name, net, lr in (
+            ("qf", module.qf, config.critic_lr),
+            ("qf_twin", module.qf_twin, config.critic_lr),
+            ("policy", module.pi, config.actor_lr),
+        ):
+            params = self.get_parameters(net)
+            self.register_optimizer(
+                module_id=module_id,
+                optimizer_name=name,
+                optimizer=torch.optim.Adam(params),
+                params=params,
+                lr_or_lr_schedule=lr,
+            )
+
+    # ------------------------------------------------------------------ loss
+    def is_actor_step(self, config) -> bool:
+        """True when the current gradient step updates the actor (and the targets)."""
+        return self._num_gradient_steps % config.policy_delay == config.policy_delay - 1
+
+    def smoothing_noise(self, like: torch.Tensor, config) -> torch.Tensor:
+        """clip(N(0, target_noise^2), -target_noise_clip, target_noise_clip), like ``like``."""
+        noise = torch.randn(like.shape, device=like.device, dtype=like.dtype)
+        clip = config.target_noise_clip
+        return (noise * config.target_noise).clamp(-clip, clip)
+
+    def compute_loss_for_module(
+        self, *, module_id: ModuleID, config, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> TensorType:
+        """Critic losses, and the actor loss on every ``policy_delay``-th step."""
+        module = self._module[module_id].unwrapped()
+        obs, act = batch[Columns.OBS], batch[Columns.ACTIONS]
+        next_obs = batch[Columns.NEXT_OBS]
+        rewards = batch[Columns.REWARDS].to(obs.dtype)
+        not_done = 1.0 - batch[Columns.TERMINATEDS].to(obs.dtype)
+        n_step = batch.get("n_step")
+        discount = config.gamma if n_step is None else config.gamma ** n_step.to(obs.dtype)
+        with torch.no_grad():
+            next_act = module.target_pi(next_obs)
+            next_act = (next_act + self.smoothing_noise(next_act, config)).clamp(-1.0, 1.0)
+            q_next = module.forward_target({Columns.OBS: next_obs, Columns.ACTIONS: next_act})
+            target = rewards + discount * not_done * q_next["q_target"]
+        q1, q2 = module.q_values(obs, act)
+        qf_loss = torch.mean((q1 - target) ** 2)
+        qf_twin_loss = torch.mean((q2 - target) ** 2)
+        total = qf_loss + qf_twin_loss
+        self._temp_losses[(module_id, QF_LOSS_KEY)] = qf_loss
+        self._temp_losses[(module_id, QF_TWIN_LOSS_KEY)] = qf_twin_loss
+        logs = {QF_LOSS_KEY: qf_loss.detach(), QF_TWIN_LOSS_KEY: qf_twin_loss.detach()}
+        if self.is_actor_step(config):
+            module.qf.requires_grad_(False)
+            try:
+                q_pi = module.qf(torch.cat([obs, module.pi(obs)], -1))
+            finally:
+                module.qf.requires_grad_(True)
+            actor_loss = -q_pi.mean()
+            self._temp_losses[(module_id, POLICY_LOSS_KEY)] = actor_loss
+            self._actor_stepped.add(module_id)
+            total = total + actor_loss
+            logs[POLICY_LOSS_KEY] = actor_loss.detach()
+            logs[QF_MEAN_KEY] = q1.detach().mean()
+        self.metrics.log_dict(logs, key=module_id, window=1)
+        return total
+
+    def compute_gradients(self, loss_per_module: dict[ModuleID, TensorType], **kw) -> ParamDict:
+        """One backward pass per module; optimizers without a loss get no gradients.
+
+        The three losses touch disjoint parameters (targets are computed without grad, the
+        actor loss with the critic frozen), so one backward of their sum gives each loss's
+        own gradients. Gradients are averaged over learners when there are several.
+        """
+        for optim in self._optimizer_parameters:
+            optim.zero_grad(set_to_none=True)
+        grads: dict = {}
+        for module_id in set(loss_per_module) - {ALL_MODULES}:
+            total = None
+            for key in (QF_LOSS_KEY, QF_TWIN_LOSS_KEY, POLICY_LOSS_KEY):
+                loss = self._temp_losses.pop((module_id, key), None)
+                if loss is not None:
+                    total = loss if total is None else total + loss
+            if total is None:
+                continue
+            total.backward()
+            for _, optim in self.get_optimizers_for_module(module_id):
+                for pid, p in self.filter_param_dict_for_optimizer(self._params, optim).items():
+                    if p.grad is not None:
+                        grads[pid] = p.grad
+        self._temp_losses.clear()
+        self._all_reduce_mean(grads)
+        return grads
+
+    @staticmethod
+    def _all_reduce_mean(grads: ParamDict) -> None:
+        """Averages the gradients over all learners (a no-op with one learner)."""
+        dist = torch.distributed
+        if not grads or not (dist.is_available() and dist.is_initialized()):
+            return
+        world = dist.get_world_size()
+        if world < 2:
+            return
+        keys = sorted(grads, key=str)
+        flat = torch.cat([grads[k].reshape(-1) for k in keys])
+        dist.all_reduce(flat)
+        flat /= world
+        offset = 0
+        for k in keys:
+            g = grads[k]
+            g.copy_(flat[offset : offset + g.numel()].view_as(g))
+            offset += g.numel()
+
+    def apply_gradients(self, gradients_dict: ParamDict) -> None:
+        """Optimizer steps, then the Polyak update of the modules whose actor stepped."""
+        super().apply_gradients(gradients_dict)
+        for module_id in self._actor_stepped:
+            config = self.config.get_config_for_module(module_id)
+            module = self._module[module_id].unwrapped()
+            with torch.no_grad():
+                for main, target in module.get_target_network_pairs():
+                    update_target_network(main_net=main, target_net=target, tau=config.tau)
+        if self._actor_stepped:
+            self.metrics.log_value(
+                (ALL_MODULES, NUM_ACTOR_UPDATES), len(self._actor_stepped), reduce="lifetime_sum"
+            )
+        self._actor_stepped.clear()
+        self._num_gradient_steps += 1
+
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        """Learner's hook (lr schedules) without DQN's per-call target update."""
+        Learner.after_gradient_based_update(self, timesteps=timesteps)
+        done = self._num_gradient_steps - self._logged_gradient_steps
+        self._logged_gradient_steps = self._num_gradient_steps
+        self.metrics.log_value((ALL_MODULES, NUM_GRADIENT_STEPS), done, reduce="lifetime_sum")
+
+    # ------------------------------------------------------------------ state
+    def get_state(self, *args, **kwargs) -> dict:
+        """Learner state plus the gradient-step counter (the actor-delay phase)."""
+        state = super().get_state(*args, **kwargs)
+        state["td3_num_gradient_steps"] = self._num_gradient_steps
+        return state
+
+    def set_state(self, state: dict) -> None:
+        """Restores the learner state and the gradient-step counter."""
+        super().set_state(state)
+        if "td3_num_gradient_steps" in state:
+            self._num_gradient_steps = int(state["td3_num_gradient_steps"])
+            self._logged_gradient_steps = self._num_gradient_steps

@@ -439,7 +439,9 @@ class TD3(SAC):
         )
         if lifetime < cfg.num_steps_sampled_before_learning_starts:
             return
-        self._update_credit += cfg.updates_per_env_step * new_steps
+        # Only the steps beyond the threshold earn gradient steps (SB3's learning_starts).
+        earned = min(new_steps, lifetime - cfg.num_steps_sampled_before_learning_starts)
+        self._update_credit += cfg.updates_per_env_step * earned
         n_updates = int(self._update_credit)
         self._update_credit -= n_updates
         if n_updates == 0:

@@ -5,12 +5,13 @@ Per gradient step (one minibatch):
 * target policy smoothing: a' = clip(pi_targ(s') + clip(N(0, sigma_t^2), -c, c), -1, 1);
 * clipped double-Q target: y = r + gamma^n (1 - terminated) min(Q1_targ, Q2_targ)(s', a');
 * critic loss: MSE(Q1(s, a), y) + MSE(Q2(s, a), y);
-* every ``policy_delay``-th step: actor loss -Q1(s, pi(s)).mean(), built with the critics'
-  ``requires_grad`` off (no actor gradient reaches them), then the Polyak update
+* critic step (Adam); then, every ``policy_delay``-th step: actor loss -Q1(s, pi(s)).mean()
+  with the *updated* critic (paper Alg. 1, SB3), built with the critic's ``requires_grad``
+  off (no actor gradient reaches it), actor step, and the Polyak update
   theta_targ <- tau theta + (1 - tau) theta_targ of all three targets.
 
-The Polyak update runs inside :meth:`apply_gradients`, right after the optimizer steps, so
-it is correct when one ``update()`` call performs several gradient steps (minibatches).
+Actor step and Polyak update run inside :meth:`apply_gradients`, right after the critic
+step, so they are correct when one ``update()`` call performs several gradient steps.
 With ``num_learners >= 2`` the gradients are averaged over the learners explicitly
 (all-reduce), so every learner takes the same step and the weights stay equal.
 """
@@ -42,7 +43,7 @@ class TD3TorchLearner(SACTorchLearner):
         super().build()
         self._num_gradient_steps = 0
         self._logged_gradient_steps = 0
-        self._actor_stepped: set[ModuleID] = set()
+        self._actor_obs: dict[ModuleID, torch.Tensor] = {}
 
     def configure_optimizers_for_module(self, module_id: ModuleID, config=None) -> None:
         """Adam for ``qf``, ``qf_twin`` (critic_lr) and ``policy`` (actor_lr); no alpha."""
@@ -96,16 +97,9 @@ class TD3TorchLearner(SACTorchLearner):
         self._temp_losses[(module_id, QF_TWIN_LOSS_KEY)] = qf_twin_loss
         logs = {QF_LOSS_KEY: qf_loss.detach(), QF_TWIN_LOSS_KEY: qf_twin_loss.detach()}
         if self.is_actor_step(config):
-            module.qf.requires_grad_(False)
-            try:
-                q_pi = module.qf(torch.cat([obs, module.pi(obs)], -1))
-            finally:
-                module.qf.requires_grad_(True)
-            actor_loss = -q_pi.mean()
-            self._temp_losses[(module_id, POLICY_LOSS_KEY)] = actor_loss
-            self._actor_stepped.add(module_id)
-            total = total + actor_loss
-            logs[POLICY_LOSS_KEY] = actor_loss.detach()
+            # The actor loss is built after the critic step (apply_gradients), as in
+            # Alg. 1 of the paper and SB3: it uses the updated Q1.
+            self._actor_obs[module_id] = obs
             logs[QF_MEAN_KEY] = q1.detach().mean()
         self.metrics.log_dict(logs, key=module_id, window=1)
         return total
@@ -122,7 +116,7 @@ class TD3TorchLearner(SACTorchLearner):
         grads: dict = {}
         for module_id in set(loss_per_module) - {ALL_MODULES}:
             total = None
-            for key in (QF_LOSS_KEY, QF_TWIN_LOSS_KEY, POLICY_LOSS_KEY):
+            for key in (QF_LOSS_KEY, QF_TWIN_LOSS_KEY):
                 loss = self._temp_losses.pop((module_id, key), None)
                 if loss is not None:
                     total = loss if total is None else total + loss
@@ -136,6 +130,24 @@ class TD3TorchLearner(SACTorchLearner):
         self._temp_losses.clear()
         self._all_reduce_mean(grads)
         return grads
+
+    def _make_modules_ddp_if_necessary(self) -> None:
+        """No DDP wrapper: the learner averages gradients itself (see :meth:`_all_reduce_mean`).
+
+        DDP expects every parameter in one backward per forward; TD3's critic and delayed
+        actor steps are separate backward passes. Instead, rank 0's initial weights are
+        broadcast once here and every gradient is all-reduced, so all learners hold equal
+        weights (RLlib still calls ``module.no_sync()``, which the module provides).
+        """
+        dist = torch.distributed
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+            return
+        for module_id in self.module.keys():
+            module = self.module[module_id]
+            if isinstance(module, torch.nn.Module):
+                with torch.no_grad():
+                    for tensor in module.state_dict().values():
+                        dist.broadcast(tensor, src=0)
 
     @staticmethod
     def _all_reduce_mean(grads: ParamDict) -> None:
@@ -157,19 +169,39 @@ class TD3TorchLearner(SACTorchLearner):
             offset += g.numel()
 
     def apply_gradients(self, gradients_dict: ParamDict) -> None:
-        """Optimizer steps, then the Polyak update of the modules whose actor stepped."""
+        """Critic step; on actor steps then the actor step and the Polyak update.
+
+        The actor loss -Q1(s, pi(s)).mean() uses the just-updated critic, whose
+        ``requires_grad`` is off while the graph is built, so only the actor gets gradients.
+        """
         super().apply_gradients(gradients_dict)
-        for module_id in self._actor_stepped:
+        for module_id, obs in self._actor_obs.items():
             config = self.config.get_config_for_module(module_id)
             module = self._module[module_id].unwrapped()
+            module.qf.requires_grad_(False)
+            try:
+                actor_loss = -module.qf(torch.cat([obs, module.pi(obs)], -1)).mean()
+            finally:
+                module.qf.requires_grad_(True)
+            optim = self.get_optimizer(module_id, "policy")
+            optim.zero_grad(set_to_none=True)
+            actor_loss.backward()
+            params = self.filter_param_dict_for_optimizer(self._params, optim)
+            grads = {pid: p.grad for pid, p in params.items() if p.grad is not None}
+            self._all_reduce_mean(grads)
+            grads = self.postprocess_gradients(grads)
+            for pid, grad in grads.items():
+                self._params[pid].grad = grad
+            optim.step()
             with torch.no_grad():
                 for main, target in module.get_target_network_pairs():
                     update_target_network(main_net=main, target_net=target, tau=config.tau)
-        if self._actor_stepped:
+            self.metrics.log_value((module_id, POLICY_LOSS_KEY), actor_loss.detach(), window=1)
+        if self._actor_obs:
             self.metrics.log_value(
-                (ALL_MODULES, NUM_ACTOR_UPDATES), len(self._actor_stepped), reduce="lifetime_sum"
+                (ALL_MODULES, NUM_ACTOR_UPDATES), len(self._actor_obs), reduce="lifetime_sum"
             )
-        self._actor_stepped.clear()
+        self._actor_obs.clear()
         self._num_gradient_steps += 1
 
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:

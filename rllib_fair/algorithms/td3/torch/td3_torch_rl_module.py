@@ -10,6 +10,7 @@ sampler's lifetime step count ``t`` is below it).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -111,6 +112,10 @@ class TD3TorchRLModule(TorchRLModule, TargetNetworkAPI, QNetAPI, InferenceOnlyAP
         x = torch.cat([batch[Columns.OBS], batch[Columns.ACTIONS]], -1)
         q = torch.min(self.target_qf(x), self.target_qf_twin(x)).squeeze(-1)
         return {"q_target": q}
+
+    def no_sync(self):
+        """RLlib enters this with ``num_learners > 1``; the learner syncs gradients itself."""
+        return contextlib.nullcontext()
 
     def get_non_inference_attributes(self) -> list[str]:
         """Critics and all targets stay on the learner."""

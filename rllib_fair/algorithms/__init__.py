@@ -97,6 +97,17 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             ),
             smoke_env="fair/LendingFICO-v0",
         ),
+        AlgorithmSpec(
+            name="LUCBFair",
+            module="rllib_fair.algorithms.lucbfair.lucbfair",
+            algo_class="LUCBFair",
+            config_class="LUCBFairConfig",
+            paper=(
+                "L-UCBFair: optimistic LSVI with a primal-dual softmax policy over action "
+                "regions (Yin et al. 2023, NeurIPS, Algorithm 1, Eq. 4)"
+            ),
+            smoke_env="fair/Replicator-v0",
+        ),
         *[
             AlgorithmSpec(
                 name=name,

@@ -1,0 +1,495 @@
+"""L-UCBFair (Yin et al. 2023, Algorithm 1) as an RLlib 2.60 ``Algorithm``.
+
+L-UCBFair is not a gradient method: it plans with optimistic least-squares value
+iteration over a fixed feature map and a primal-dual softmax policy over action regions
+(:mod:`rllib_fair.algorithms.lucbfair.lsvi`). The RLlib mapping (DESIGN.md example 10,
+spec 4.1.6):
+
+* :class:`LUCBFairRLModule` carries the plan (``w_r``, ``w_g``, ``Lambda^{-1}`` per
+  step), the dual variable, ``alpha``, ``beta`` and the episode index as numpy arrays in
+  ``get_state``/``set_state`` (weight sync and checkpoints); its exploration forward
+  samples a region from the softmax and a uniform point in it, its inference forward
+  returns the argmax region's centre. It reads ``q`` and the time feature ``j / H`` from
+  the observation (``include_time=True``; ``h = round(obs[-1] H)``, erratum E13).
+* :class:`NoOpLearner` (shared with the myopic baselines): no optimizer, no DDP wrap.
+* :meth:`LUCBFair.training_step`: sample ``episodes_per_iteration`` complete episodes
+  with the current plan (in parallel on remote env runners when there are any) -> dual
+  step on the planned ``V_{g,1}(s_1)`` -> one planning pass on all stored data (the plan
+  of the next episode) -> push the module state to every learner and env runner.
+  ``episodes_per_iteration = 1`` is the paper's algorithm; ``N > 1`` is the batched
+  extension (one plan, N episodes, the dual step on their mean ``V_{g,1}``).
+
+The data store, the dual variable and the reference accumulators live on the driver in a
+:class:`~rllib_fair.algorithms.lucbfair.core.LUCBFairCore` and travel in the
+Algorithm's ``get_state``/``set_state`` (so ``save_to_path``/``from_checkpoint``
+continue a run exactly); the plan also lives in every learner's module.
+
+Learners: with ``num_learners = 2`` each learner's module receives the same state (no
+gradients, nothing to all-reduce); the learners only hold the module for checkpoints.
+``learners/__all_modules__/num_env_steps_trained`` counts the transitions a planning pass
+regressed on (LSVI refits on all stored data each iteration).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.core import ALL_MODULES
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_TRAINED,
+    NUM_ENV_STEPS_TRAINED_LIFETIME,
+    TIMERS,
+)
+
+from rllib_fair.algorithms.lucbfair import lsvi
+from rllib_fair.algorithms.lucbfair.core import LUCBFairCore, Settings, act
+from rllib_fair.algorithms.lucbfair.features import (
+    FEATURE_MAPS,
+    make_feature_map,
+    region_grid,
+)
+from rllib_fair.algorithms.myopic.myopic import NoOpLearner, make_model_env
+from rllib_fair.rllib.config import FairnessConfigMixin
+
+__all__ = ["LUCBFair", "LUCBFairConfig", "LUCBFairRLModule", "NoOpLearner"]
+
+_STATE_KEY = "lucbfair_core"
+
+
+class LUCBFairRLModule(TorchRLModule):
+    """Acts from L-UCBFair's numpy plan (no torch parameters).
+
+    ``model_config`` keys (filled by :class:`LUCBFairConfig`): ``lucb_env``,
+    ``lucb_env_config``, ``horizon``, ``feature_map``, ``feature_kwargs``,
+    ``region_half_width``, ``q_clip``, ``target_mode``, ``seed``.
+    """
+
+    def setup(self):
+        """Builds the feature map, the regions and an initial (empty) plan."""
+        cfg = self.model_config
+        self._model_env = make_model_env(cfg["lucb_env"], cfg.get("lucb_env_config"))
+        self.horizon = int(cfg["horizon"])
+        self.features = make_feature_map(cfg["feature_map"], **dict(cfg.get("feature_kwargs", {})))
+        self.centres, self.half_width = region_grid(float(cfg["region_half_width"]))
+        self.q_clip = cfg["q_clip"]
+        self.reference = cfg["target_mode"] == "reference_online"
+        self.seed = int(cfg.get("seed") or 0)
+        self.worker_index = 0
+        plan = lsvi.Plan.empty(self.horizon, self.features.dim, float(cfg.get("ridge", 1.0)))
+        self._state = {
+            "w_r": plan.w_r,
+            "w_g": plan.w_g,
+            "lambda_inv": plan.lambda_inv,
+            "dual": np.float64(0.0),
+            "alpha": np.float64(1.0),
+            "beta": np.float64(0.0),
+            "episode": np.int64(0),
+        }
+        self._calls = 0
+
+    def _rng(self) -> np.random.Generator:
+        """Generator of one forward call: (seed, worker, episode index, call counter).
+
+        The counter restarts at every ``set_state`` (once per plan), so a restored run
+        draws exactly what the original drew. The reference mode reuses one draw for
+        every step of an episode (its ``torch.manual_seed(k)``, spec 4.1.3 quirk 1).
+        """
+        ep = int(self._state["episode"])
+        if self.reference:
+            return np.random.default_rng([self.seed, self.worker_index, ep])
+        self._calls += 1
+        return np.random.default_rng([self.seed, self.worker_index, ep, self._calls])
+
+    def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
+        """Thresholds ``[B, 2]`` for observations ``[B, obs_dim]`` (time feature last)."""
+        obs = np.asarray(obs, dtype=np.float64).reshape(len(obs), -1)
+        q = self._model_env.q_from_observation(obs)
+        h = np.rint(obs[:, -1] * self.horizon).astype(np.int64)
+        return act(
+            self._state,
+            self.features,
+            self.centres,
+            self.half_width,
+            q,
+            h,
+            self._rng(),
+            explore=explore,
+            q_clip=self.q_clip,
+            reference_draws=self.reference,
+        ).astype(np.float32)
+
+    def _run(self, batch, explore: bool):
+        import torch
+
+        obs = batch[Columns.OBS]
+        actions = self.act(obs.detach().cpu().numpy(), explore)
+        return {Columns.ACTIONS: torch.as_tensor(actions, device=obs.device)}
+
+    def _forward_exploration(self, batch, **kwargs):
+        return self._run(batch, True)
+
+    def _forward_inference(self, batch, **kwargs):
+        return self._run(batch, False)
+
+    def _forward(self, batch, **kwargs):
+        return self._run(batch, False)
+
+    def _forward_train(self, batch, **kwargs):
+        raise NotImplementedError("L-UCBFair plans on the driver; its module never trains")
+
+    def get_state(self, *args, **kwargs) -> dict:
+        """The plan, dual variable, alpha, beta and episode index (numpy arrays)."""
+        return {k: np.array(v, copy=True) for k, v in self._state.items()}
+
+    def set_state(self, state) -> None:
+        """Loads a plan (weight sync or checkpoint); restarts the draw counter."""
+        if state:
+            self._state = {k: np.asarray(v) for k, v in state.items()}
+            self._calls = 0
+
+
+class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
+    """Config of L-UCBFair; defaults and their sources (spec 4.1.1, errata E1, E2, E12).
+
+    Attributes:
+        horizon: ``H``; None = the env's ``max_steps``.
+        feature_map: ``"rbf"`` (default; per-group RBFs, d = 32, spec 4.1.4 with E12),
+            ``"tabular"``, ``"learned"`` (``feature_kwargs={"path": ".npz"}``) or a dotted
+            path to ``phi(states[N, 2], actions[N, 2]) -> [N, d]``.
+        feature_kwargs: keyword arguments of the feature map.
+        ridge: lambda of ``Lambda = sum phi phi^T + lambda I``: 1.0 (Jin et al. 2020; [ref]).
+        bonus_beta: UCB multiplier; None = ``0.1 H`` (errata E1/E2: the [ref] 0.05 gives no
+            optimism on Q values of scale H, and theory's ``O(d H sqrt(iota))`` is
+            far larger; 0.1 H is our choice). Set 0.05 to reproduce the [ref] run.
+        softmax_alpha: softmax temperature; None = Thm 3.3's ``log(M) K / (2 (1 + xi + H))``.
+        dual_bound_xi: ``xi`` (Ass. B.1); 20 = ``2 H / gamma`` with Slater margin
+            ``gamma = 0.1 H`` (Ding et al. 2021). 0 pins ``Y = 0`` (the [ref] run).
+        dual_step_eta: ``eta``; None = ``xi / sqrt(K H^2)`` ([ref]).
+        num_episodes_hint: ``K`` in the alpha and eta formulas (500, the [ref] budget).
+        constraint_threshold: ``b`` on ``sum_h g_h``; None = ``H (1 - constraint_tolerance)``.
+        constraint_tolerance: 0.1 (our choice; [ref] used ``H - 1.5``).
+        region_half_width: 0.1 ([ref] ``split_region(eps=0.1)``: 25 regions).
+        q_clip: ``"remaining"`` (``[0, H - h + 1]``, the values' range) or ``"horizon"``
+            (``[0, H]``, [ref]).
+        target_mode: ``"lsvi"`` (the paper's algorithm) or ``"reference_online"`` (spec 4.1.3).
+        episodes_per_iteration: episodes per plan (1 = the paper; N > 1 collects N
+            episodes in parallel on the remote env runners before the next plan).
+    """
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or LUCBFair)
+        self.horizon: int | None = None
+        self.feature_map: Any = "rbf"
+        self.feature_kwargs: dict = {}
+        self.ridge: float = 1.0
+        self.bonus_beta: float | None = None
+        self.softmax_alpha: float | None = None
+        self.dual_bound_xi: float = 20.0
+        self.dual_step_eta: float | None = None
+        self.num_episodes_hint: int = 500
+        self.constraint_threshold: float | None = None
+        self.constraint_tolerance: float = 0.1
+        self.region_half_width: float = 0.1
+        self.q_clip: str = "remaining"
+        self.target_mode: str = "lsvi"
+        self.episodes_per_iteration: int = 1
+        self.normalize_actions = False
+        self.clip_actions = True
+        self.batch_mode = "complete_episodes"
+        self.min_time_s_per_iteration = 0
+        self.min_sample_timesteps_per_iteration = 0
+        self.fairness_columns = False
+
+    _FIELDS = (
+        "horizon",
+        "feature_map",
+        "feature_kwargs",
+        "ridge",
+        "bonus_beta",
+        "softmax_alpha",
+        "dual_bound_xi",
+        "dual_step_eta",
+        "num_episodes_hint",
+        "constraint_threshold",
+        "constraint_tolerance",
+        "region_half_width",
+        "q_clip",
+        "target_mode",
+        "episodes_per_iteration",
+    )
+
+    def training(self, **kw):
+        """RLlib's ``training()`` plus L-UCBFair's settings (see the class attributes)."""
+        own = {k: kw.pop(k) for k in list(kw) if k in self._FIELDS}
+        super().training(**kw)
+        for key, value in own.items():
+            if value is not NotProvided:
+                setattr(self, key, value)
+        return self
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """Returns the spec of :class:`LUCBFairRLModule`."""
+        return RLModuleSpec(module_class=LUCBFairRLModule)
+
+    def get_default_learner_class(self):
+        """Returns :class:`NoOpLearner` (no optimizer, no DDP)."""
+        return NoOpLearner
+
+    # ------------------------------------------------------------ resolved settings
+    def resolved_horizon(self) -> int:
+        """``H``: ``horizon`` or the env's ``max_steps``."""
+        if self.horizon is not None:
+            return int(self.horizon)
+        return int(make_model_env(self.env, self.env_config).max_steps)
+
+    def settings(self) -> Settings:
+        """The numpy core's :class:`Settings` with every None default resolved."""
+        H = self.resolved_horizon()
+        xi = float(self.dual_bound_xi)
+        K = int(self.num_episodes_hint)
+        n_regions = len(region_grid(self.region_half_width)[0])
+        return Settings(
+            horizon=H,
+            ridge=float(self.ridge),
+            beta=0.1 * H if self.bonus_beta is None else float(self.bonus_beta),
+            alpha=(
+                lsvi.default_alpha(n_regions, K, xi, H)
+                if self.softmax_alpha is None
+                else float(self.softmax_alpha)
+            ),
+            xi=xi,
+            eta=(
+                lsvi.default_eta(xi, K, H)
+                if self.dual_step_eta is None
+                else float(self.dual_step_eta)
+            ),
+            threshold=(
+                H * (1.0 - self.constraint_tolerance)
+                if self.constraint_threshold is None
+                else float(self.constraint_threshold)
+            ),
+            half_width=float(self.region_half_width),
+            q_clip=self.q_clip,
+            target_mode=self.target_mode,
+        )
+
+    @property
+    def _model_config_auto_includes(self) -> dict[str, Any]:
+        return super()._model_config_auto_includes | {
+            "lucb_env": self.env,
+            "lucb_env_config": dict(self.env_config or {}),
+            "horizon": self.resolved_horizon() if self.env is not None else 1,
+            "feature_map": self.feature_map,
+            "feature_kwargs": dict(self.feature_kwargs or {}),
+            "region_half_width": self.region_half_width,
+            "q_clip": self.q_clip,
+            "target_mode": self.target_mode,
+            "ridge": self.ridge,
+            "seed": self.seed,
+        }
+
+    def validate(self) -> None:
+        """RLlib's and the fairness checks, then L-UCBFair's (one-line messages).
+
+        A replicator ``env_config`` without ``include_time`` gets ``include_time=True``
+        (the module needs the step index); an explicit False is an error.
+        """
+        if isinstance(self.env_config, dict) and "include_time" not in self.env_config:
+            self.env_config["include_time"] = True
+        super().validate()
+        for key, valid in (("target_mode", lsvi.TARGET_MODES), ("q_clip", lsvi.Q_CLIPS)):
+            if getattr(self, key) not in valid:
+                raise ValueError(
+                    f"{key}: {getattr(self, key)!r} is invalid; valid choices: {', '.join(valid)}"
+                )
+        fm = self.feature_map
+        if not (callable(fm) or fm in FEATURE_MAPS or (isinstance(fm, str) and "." in fm)):
+            raise ValueError(
+                f"feature_map: {fm!r} is invalid; valid: {', '.join(FEATURE_MAPS)} or "
+                "'package.module:function'"
+            )
+        for key, low, allow_none in (
+            ("ridge", 0.0, False),
+            ("bonus_beta", -1e-300, True),
+            ("softmax_alpha", 0.0, True),
+            ("dual_bound_xi", -1e-300, False),
+            ("dual_step_eta", -1e-300, True),
+            ("region_half_width", 0.0, False),
+        ):
+            v = getattr(self, key)
+            if v is None and allow_none:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not low < v < math.inf:
+                floor = "> 0" if low == 0.0 else ">= 0"
+                raise ValueError(f"{key}: {v!r} is invalid; valid: a finite number {floor}")
+        if not 0 <= self.constraint_tolerance <= 1:
+            raise ValueError(
+                f"constraint_tolerance: {self.constraint_tolerance!r} is invalid; valid: [0, 1]"
+            )
+        for key in ("num_episodes_hint", "episodes_per_iteration"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{key}: {v!r} is invalid; valid: an int >= 1")
+        if self.normalize_actions:
+            raise ValueError(
+                "normalize_actions: True is invalid for L-UCBFair (its module emits thresholds "
+                "in env units); valid: false"
+            )
+        if self.num_envs_per_env_runner != 1:
+            raise ValueError(
+                f"num_envs_per_env_runner: {self.num_envs_per_env_runner} is invalid for "
+                "L-UCBFair; valid: 1 (use episodes_per_iteration and remote env runners)"
+            )
+        if self.env is None:
+            return
+        env = make_model_env(self.env, self.env_config)
+        if not hasattr(env, "q_from_observation"):
+            raise ValueError(
+                f"env: {self.env!r} is invalid for L-UCBFair (no replicator state); valid "
+                "choices: fair/Replicator-v0, fair/ReplicatorAdult-v0"
+            )
+        if not getattr(env, "include_time", False):
+            raise ValueError(
+                "env_config.include_time: False is invalid for L-UCBFair (the module indexes "
+                "its per-step weights by the time feature); valid: true"
+            )
+        if self.horizon is not None and int(self.horizon) != int(env.max_steps):
+            raise ValueError(
+                f"horizon: {self.horizon!r} is invalid; valid: the env's max_steps "
+                f"({env.max_steps}) or None"
+            )
+
+
+class LUCBFair(Algorithm):
+    """Plans on the driver, samples with the plan, steps the dual variable, syncs."""
+
+    @classmethod
+    def get_default_config(cls) -> LUCBFairConfig:
+        """Returns a fresh :class:`LUCBFairConfig`."""
+        return LUCBFairConfig()
+
+    def setup(self, config) -> None:
+        """RLlib's setup, then the numpy core and an initial push of its (empty) plan."""
+        super().setup(config)
+        cfg = self.config
+        self.core = LUCBFairCore(
+            cfg.settings(), make_feature_map(cfg.feature_map, **dict(cfg.feature_kwargs or {}))
+        )
+        self._distortion_sum = 0.0
+        self._trained_lifetime = 0
+        self._push()
+
+    # ------------------------------------------------------------ helpers
+    def _push(self) -> None:
+        """Module state -> every learner (checkpoints) and every env runner (acting)."""
+        state = self.core.module_state()
+        self.learner_group.foreach_learner(
+            lambda lrn: lrn.module["default_policy"].set_state(state)
+        )
+        self.env_runner_group.foreach_env_runner(
+            lambda er: er.module.set_state(state), local_env_runner=True
+        )
+
+    def _sample(self, n: int):
+        """``n`` complete episodes with exploration; split over the remote runners if any."""
+        group = self.env_runner_group
+        n_remote = group.num_remote_env_runners()
+        if n_remote == 0:
+            eps = self.env_runner.sample(num_episodes=n, explore=True)
+            return eps, [self.env_runner.get_metrics()]
+        per = [n // n_remote + (1 if i < n % n_remote else 0) for i in range(n_remote)]
+        ids = [i + 1 for i, m in enumerate(per) if m > 0]
+        counts = {i + 1: m for i, m in enumerate(per)}
+
+        def _run(er):
+            er.module.worker_index = er.worker_index
+            return er.sample(num_episodes=counts[er.worker_index], explore=True), er.get_metrics()
+
+        out = group.foreach_env_runner(_run, local_env_runner=False, remote_worker_ids=ids)
+        episodes = [ep for eps, _ in out for ep in eps]
+        return episodes, [m for _, m in out]
+
+    # ------------------------------------------------------------ training
+    def training_step(self) -> None:
+        """Episodes with the current plan -> dual step -> planning pass -> sync."""
+        cfg = self.config
+        core = self.core
+        H = core.settings.horizon
+        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+            episodes, runner_metrics = self._sample(cfg.episodes_per_iteration)
+        self.metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
+        rows = {k: [] for k in ("q", "a", "r", "g", "loss", "disparity")}
+        if getattr(self, "_env", None) is None:
+            self._env = make_model_env(cfg.env, cfg.env_config)
+        env = self._env
+        for ep in episodes:
+            if len(ep) != H:
+                continue  # only complete H-step episodes (batch_mode=complete_episodes)
+            obs = np.asarray(ep.get_observations(), dtype=np.float64)
+            infos = ep.get_infos()[1:]  # info of step t belongs to transition t (DESIGN.md)
+            rows["q"].append(env.q_from_observation(obs))
+            rows["a"].append(np.asarray(ep.get_actions(), dtype=np.float64).reshape(H, -1))
+            for key in ("r", "g", "loss", "disparity"):
+                rows[key].append(np.array([float(i[key]) for i in infos]))
+        if not rows["q"]:
+            return
+        arr = {k: np.stack(v) for k, v in rows.items()}
+        t0 = time.perf_counter()
+        info = core.observe(arr["q"], arr["a"], arr["r"], arr["g"])
+        plan_s = time.perf_counter() - t0
+        self._push()
+        n_data = core.store["r"].size
+        self._distortion_sum += float(np.sum(core.settings.threshold - arr["g"].sum(axis=1)))
+        self.metrics.log_value(
+            (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED), n_data, window=1
+        )
+        self._trained_lifetime += n_data
+        self.metrics.log_value(
+            (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME),
+            self._trained_lifetime,
+            window=1,
+        )
+        for key, value in (
+            ("Y", core.dual),
+            ("Y_used", info["Y_used"]),
+            ("V_r1", info["V_r1"]),
+            ("V_g1", info["V_g1"]),
+            ("episode_loss_mean", float(arr["loss"].mean())),
+            ("episode_disparity_mean", float(arr["disparity"].mean())),
+            ("episode_return_r", float(arr["r"].sum(axis=1).mean())),
+            ("episode_return_g", float(arr["g"].sum(axis=1).mean())),
+            ("final_q_mean", float(arr["q"][:, -1].mean())),
+            ("distortion_cum", max(0.0, self._distortion_sum)),
+            ("episodes", core.episodes),
+            ("plan_time_s", plan_s),
+        ):
+            self.metrics.log_value(("lucbfair", key), value, window=1)
+
+    # ------------------------------------------------------------ checkpoints
+    def get_state(self, components=None, *, not_components=None, **kwargs):
+        """RLlib's state plus the numpy core (data store, dual variable, accumulators)."""
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        state[_STATE_KEY] = self.core.get_state()
+        state[_STATE_KEY]["distortion_sum"] = self._distortion_sum
+        state[_STATE_KEY]["trained_lifetime"] = self._trained_lifetime
+        return state
+
+    def set_state(self, state) -> None:
+        """Restores RLlib's state and the numpy core, then pushes the plan."""
+        super().set_state(state)
+        if _STATE_KEY in state:
+            self.core.set_state(state[_STATE_KEY])
+            self._distortion_sum = float(state[_STATE_KEY].get("distortion_sum", 0.0))
+            self._trained_lifetime = int(state[_STATE_KEY].get("trained_lifetime", 0))
+            self._push()

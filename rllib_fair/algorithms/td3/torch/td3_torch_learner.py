@@ -24,7 +24,6 @@ import torch
 from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import POLICY_LOSS_KEY, Learner
-from ray.rllib.core.learner.utils import update_target_network
 from ray.rllib.utils.metrics import ALL_MODULES
 from ray.rllib.utils.typing import ModuleID, ParamDict, TensorType
 
@@ -33,6 +32,14 @@ QF_TWIN_LOSS_KEY = "qf_twin_loss"
 QF_MEAN_KEY = "qf_mean"
 NUM_ACTOR_UPDATES = "num_actor_updates"
 NUM_GRADIENT_STEPS = "num_gradient_steps"
+
+
+def _adam(params) -> torch.optim.Optimizer:
+    """Adam (torch defaults, as SB3); the fused kernel where the device supports it."""
+    try:
+        return torch.optim.Adam(params, fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.Adam(params)
 
 
 class TD3TorchLearner(SACTorchLearner):
@@ -44,6 +51,10 @@ class TD3TorchLearner(SACTorchLearner):
         self._num_gradient_steps = 0
         self._logged_gradient_steps = 0
         self._actor_obs: dict[ModuleID, torch.Tensor] = {}
+        # Losses of the last minibatch, logged once per update() call (window=1).
+        self._last_logs: dict[ModuleID, dict] = {}
+        self._actor_steps_since_log = 0
+        self._polyak_lists: dict[ModuleID, tuple] = {}
 
     def configure_optimizers_for_module(self, module_id: ModuleID, config=None) -> None:
         """Adam for ``qf``, ``qf_twin`` (critic_lr) and ``policy`` (actor_lr); no alpha."""
@@ -57,7 +68,7 @@ class TD3TorchLearner(SACTorchLearner):
             self.register_optimizer(
                 module_id=module_id,
                 optimizer_name=name,
-                optimizer=torch.optim.Adam(params),
+                optimizer=_adam(params),
                 params=params,
                 lr_or_lr_schedule=lr,
             )
@@ -101,7 +112,7 @@ class TD3TorchLearner(SACTorchLearner):
             # Alg. 1 of the paper and SB3: it uses the updated Q1.
             self._actor_obs[module_id] = obs
             logs[QF_MEAN_KEY] = q1.detach().mean()
-        self.metrics.log_dict(logs, key=module_id, window=1)
+        self._last_logs.setdefault(module_id, {}).update(logs)
         return total
 
     def compute_gradients(self, loss_per_module: dict[ModuleID, TensorType], **kw) -> ParamDict:
@@ -173,10 +184,12 @@ class TD3TorchLearner(SACTorchLearner):
 
         The actor loss -Q1(s, pi(s)).mean() uses the just-updated critic, whose
         ``requires_grad`` is off while the graph is built, so only the actor gets gradients.
+        Only the optimizers that have gradients are stepped. Unlike RLlib's default, the
+        gradients are not scanned for nan/inf per parameter (a measurable cost at one
+        update per env step); with torch lr schedulers configured RLlib's path is used.
         """
-        super().apply_gradients(gradients_dict)
+        self._step_optimizers(gradients_dict, critic=True)
         for module_id, obs in self._actor_obs.items():
-            config = self.config.get_config_for_module(module_id)
             module = self._module[module_id].unwrapped()
             module.qf.requires_grad_(False)
             try:
@@ -189,24 +202,52 @@ class TD3TorchLearner(SACTorchLearner):
             params = self.filter_param_dict_for_optimizer(self._params, optim)
             grads = {pid: p.grad for pid, p in params.items() if p.grad is not None}
             self._all_reduce_mean(grads)
-            grads = self.postprocess_gradients(grads)
-            for pid, grad in grads.items():
-                self._params[pid].grad = grad
-            optim.step()
-            with torch.no_grad():
-                for main, target in module.get_target_network_pairs():
-                    update_target_network(main_net=main, target_net=target, tau=config.tau)
-            self.metrics.log_value((module_id, POLICY_LOSS_KEY), actor_loss.detach(), window=1)
-        if self._actor_obs:
-            self.metrics.log_value(
-                (ALL_MODULES, NUM_ACTOR_UPDATES), len(self._actor_obs), reduce="lifetime_sum"
-            )
+            self._step_optimizers(self.postprocess_gradients(grads), critic=False)
+            self._polyak(module_id, module)
+            self._last_logs.setdefault(module_id, {})[POLICY_LOSS_KEY] = actor_loss.detach()
+            self._actor_steps_since_log += 1
         self._actor_obs.clear()
         self._num_gradient_steps += 1
+
+    def _step_optimizers(self, gradients_dict: ParamDict, *, critic: bool) -> None:
+        if self._lr_scheduler_classes is not None:
+            if not critic:  # RLlib's path steps every optimizer: keep the critics still.
+                for module_id in self._module_optimizers:
+                    for name, optim in self.get_optimizers_for_module(module_id):
+                        if name != "policy":
+                            optim.zero_grad(set_to_none=True)
+            return super().apply_gradients(gradients_dict)
+        for pid, grad in gradients_dict.items():
+            self._params[pid].grad = grad
+        for module_id in self._module_optimizers:
+            for name, optim in self.get_optimizers_for_module(module_id):
+                if (name == "policy") != critic:
+                    optim.step()
+
+    def _polyak(self, module_id: ModuleID, module) -> None:
+        """theta_targ <- tau theta + (1 - tau) theta_targ for all three target networks."""
+        lists = self._polyak_lists.get(module_id)
+        if lists is None:
+            mains, targets = [], []
+            for main, target in module.get_target_network_pairs():
+                mains += list(main.parameters()) + list(main.buffers())
+                targets += list(target.parameters()) + list(target.buffers())
+            lists = self._polyak_lists[module_id] = (mains, targets)
+        tau = self.config.get_config_for_module(module_id).tau
+        with torch.no_grad():
+            torch._foreach_lerp_(lists[1], lists[0], tau)
 
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
         """Learner's hook (lr schedules) without DQN's per-call target update."""
         Learner.after_gradient_based_update(self, timesteps=timesteps)
+        for module_id, logs in self._last_logs.items():
+            self.metrics.log_dict(logs, key=module_id, window=1)
+        self._last_logs.clear()
+        if self._actor_steps_since_log:
+            self.metrics.log_value(
+                (ALL_MODULES, NUM_ACTOR_UPDATES), self._actor_steps_since_log, reduce="lifetime_sum"
+            )
+            self._actor_steps_since_log = 0
         done = self._num_gradient_steps - self._logged_gradient_steps
         self._logged_gradient_steps = self._num_gradient_steps
         self.metrics.log_value((ALL_MODULES, NUM_GRADIENT_STEPS), done, reduce="lifetime_sum")

@@ -78,6 +78,12 @@ class TD3TorchRLModule(TorchRLModule, TargetNetworkAPI, QNetAPI, InferenceOnlyAP
             a = (a + self.exploration_noise * torch.randn_like(a)).clamp(-1.0, 1.0)
         return {Columns.ACTIONS: a}
 
+    def forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
+        """Like TorchRLModule's, but sets train mode only when needed (it recurses)."""
+        if not self.training:
+            self.train()
+        return self._forward_train(batch, **kwargs)
+
     def _forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         """Nothing: the learner calls the networks it needs in its loss."""
         return {}

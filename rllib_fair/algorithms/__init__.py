@@ -98,6 +98,53 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             smoke_env="fair/LendingFICO-v0",
         ),
         AlgorithmSpec(
+            name="PPOC",
+            module="rllib_fair.algorithms.ppoc.ppoc",
+            algo_class="PPOC",
+            config_class="PPOCConfig",
+            paper=(
+                "PPO-C: PPO-KL plus beta_C times the squared qualification-gain disparity "
+                "estimate from per-individual Monte Carlo gains (Lear & Zhang, ICLR 2025, Eq. 2)"
+            ),
+            smoke_env="fair/LendingDrift-v0",
+        ),
+        AlgorithmSpec(
+            name="PPOCb",
+            module="rllib_fair.algorithms.ppoc.ppoc",
+            algo_class="PPOCb",
+            config_class="PPOCbConfig",
+            paper=(
+                "PPO-Cb: PPO-C plus beta_Lambda times the benefit-fairness term Lambda "
+                "(Lear & Zhang, ICLR 2025, Eq. 5)"
+            ),
+            smoke_env="fair/LendingDrift-v0",
+            variant_of="PPOC",
+        ),
+        AlgorithmSpec(
+            name="PPOKL",
+            module="rllib_fair.algorithms.ppoc.ppoc",
+            algo_class="PPOKL",
+            config_class="PPOKLConfig",
+            paper=(
+                "PPO-KL: the 'PPO' baseline of Lear & Zhang (ICLR 2025, Sec. 4.1): clipped "
+                "surrogate plus a fixed KL penalty of 1.5"
+            ),
+            smoke_env="fair/LendingDrift-v0",
+            variant_of="PPOC",
+        ),
+        AlgorithmSpec(
+            name="FPPOL",
+            module="rllib_fair.algorithms.ppoc.fppol",
+            algo_class="FPPOL",
+            config_class="FPPOLConfig",
+            paper=(
+                "F-PPO-L: A-PPO's advantage regularisation plus the long-term Wasserstein "
+                "term of the group bin histograms (Hu, Lear & Zhang 2023; baseline of Lear & "
+                "Zhang, ICLR 2025)"
+            ),
+            smoke_env="fair/LendingDrift-v0",
+        ),
+        AlgorithmSpec(
             name="LUCBFair",
             module="rllib_fair.algorithms.lucbfair.lucbfair",
             algo_class="LUCBFair",

@@ -31,6 +31,16 @@ from rllib_fair.rllib import keys
 
 logger = logging.getLogger(__name__)
 
+# Qualification gain (Lear & Zhang 2025; envs whose step infos carry ``qual_gain``):
+# result block ``fairness/qualification_gain/...`` (see ``summarize_qualification``), the
+# raw per-episode sums the env runners log for it, and the step-info keys the PPO-C
+# family's learner connector reads (rllib_fair.algorithms.ppoc.ppoc_learner).
+QUALIFICATION = "qualification_gain"
+QUAL_RAW = "qualification_gain_raw"
+QUAL_INFO_Q = "fair_qual_q"
+QUAL_INFO_PS = "fair_qual_ps"
+QUAL_INFO_W1_DELTA = "fair_w1_delta"
+
 
 def episode_counts(episode) -> np.ndarray:
     """Stacks the fairness counts of an episode chunk's transitions into ``[T, F, G]``.
@@ -154,6 +164,7 @@ class FairnessMetricsCallback(RLlibCallback):
                 continue
             done = episode.is_done
             self._replicator_metrics(episode, done, metrics_logger)
+            self._qualification(config, episode, done, metrics_logger)
             # One pass over the infos for both users of the per-decision arrays.
             steps = episode_steps(episode) if (attach or selective) else None
             if attach:
@@ -256,6 +267,107 @@ class FairnessMetricsCallback(RLlibCallback):
                 (keys.REPLICATOR, name), float(value), reduce="mean", clear_on_reduce=True
             )
 
+    def _qualification(self, config, episode, done, metrics_logger) -> None:
+        """Qualification-gain signals of envs whose step infos carry ``qual_gain``.
+
+        Lear & Zhang 2025 (spec §2.3-2.4, §5.4). Three jobs, each only where it applies:
+
+        * for configs with ``needs_qualification_returns`` (PPO-C family): writes the
+          Monte Carlo gain-to-go of the same individual, ``fair_qual_q`` (under pi) and
+          ``fair_qual_ps`` (under pi^PS), into every step info of the chunk (a chunk end
+          counts as the episode end; PPO-C validates ``complete_episodes``);
+        * for configs with ``needs_long_term_w1`` (F-PPO-L): writes ``fair_w1_delta``
+          (W_t - W_{t-1} of the windowed bin histograms, resumed across chunks);
+        * metrics: each finished episode adds its C, DPE, IPE, SPE (``reference``,
+          ``shadow`` and, for ``fair/LendingDrift-v0``, ``exact`` V_pi0), each group's
+          total gain and |G0 - G1|, summed under ``QUAL_RAW`` and turned into
+          ``fairness/qualification_gain/...`` by ``on_train_result``.
+        """
+        infos = episode.get_infos()[1:]
+        if not infos or "qual_gain" not in infos[-1]:
+            return
+        from rllib_fair.fairness import qualification as qual
+
+        steps = [
+            i for i in infos if i.get("individual", -1) is not None and i.get("individual", -1) >= 0
+        ]
+        ids = np.array([i["individual"] for i in steps], dtype=np.int64)
+        g = np.array([i["qual_gain"] for i in steps], dtype=np.float64)
+        g_ps = np.array([i["qual_gain_ps"] for i in steps], dtype=np.float64)
+        if getattr(config, "needs_qualification_returns", False):
+            q = qual.returns_to_go_by_individual(ids, g)
+            ps = qual.returns_to_go_by_individual(ids, g_ps)
+            for info, a, b in zip(steps, q.tolist(), ps.tolist(), strict=True):
+                info[QUAL_INFO_Q] = a
+                info[QUAL_INFO_PS] = b
+        groups = np.array([i["group"] for i in steps], dtype=np.int64)
+        x = np.array([i["credit_bin"] for i in steps], dtype=np.int64)
+        if getattr(config, "needs_long_term_w1", False):
+            key = (episode.id_, "__w1__")
+            carry = self._carries.pop(key, None)
+            last = 0.0 if carry is None else carry["last"]
+            w, carry = qual.windowed_count_w1(
+                groups,
+                x,
+                window=getattr(config, "w1_window", 301),
+                form=getattr(config, "w1_form", "reference"),
+                carry=carry,
+            )
+            dw = np.diff(np.r_[last, w])
+            for info, d in zip(steps, dw.tolist(), strict=True):
+                info[QUAL_INFO_W1_DELTA] = d
+            if not done:
+                self._carries[key] = carry
+        if not getattr(config, "fairness_metrics", True):
+            return
+        key = (episode.id_, "__qualification__")
+        g_pi0 = np.array([i.get("qual_gain_pi0", 0.0) for i in steps], dtype=np.float64)
+        parts = self._carries.pop(key, []) + [(ids, groups, x, g, g_ps, g_pi0)]
+        if not done:
+            self._carries[key] = parts
+            return
+        ids, groups, x, g, g_ps, g_pi0 = (np.concatenate(c) for c in zip(*parts, strict=True))
+        average = getattr(config, "decomposition_average", "visited")
+        n_per = None
+        variants: dict = {"reference": "reference", "shadow": "shadow"}
+        table = self._exact_pi0_table(config, average)
+        if table is not None:
+            variants["exact"] = table[0]
+            n_per = table[1]
+        if average == "population" and n_per is None:
+            average = "visited"
+        sums: dict = {}
+        for name, v_pi0 in variants.items():
+            dec = qual.episode_decomposition(
+                ids, groups, x, g, g_ps, v_pi0=v_pi0, g_pi0=g_pi0, average=average,
+                n_per_group=n_per,
+            )  # fmt: skip
+            for part in ("C", "DPE", "IPE", "SPE"):
+                sums[f"{name}/{part.lower()}"] = float(dec[part])
+        sums["gain/0"], sums["gain/1"] = (float(v) for v in dec["G"])
+        sums["gain_gap_abs"] = abs(float(dec["G_gap"]))
+        sums["episodes"] = 1.0
+        for raw_key, value in sums.items():
+            metrics_logger.log_value((QUAL_RAW, *raw_key.split("/")), value, reduce="sum")
+
+    def _exact_pi0_table(self, config, average):
+        """``(V_pi0 [2, n_bins], n_per_group)`` of ``fair/LendingDrift-v0`` (cached) or None."""
+        cache = getattr(self, "_pi0_tables", None)
+        if cache is None:
+            cache = self._pi0_tables = {}
+        if average not in cache:
+            env_id = str(getattr(config, "env", ""))
+            if "LendingDrift" not in env_id:
+                cache[average] = None
+            else:
+                from rllib_fair.envs.lending_drift import LendingDriftEnv
+
+                env = LendingDriftEnv(**dict(getattr(config, "env_config", None) or {}))
+                n = env.individuals_per_group
+                table = env.pi0_value_table(visited=average == "visited")
+                cache[average] = (table, np.array([n, n], dtype=np.float64))
+        return cache[average]
+
     def _selective_metrics(self, config, episode, done, totals: dict, steps: dict) -> None:
         """Sums for the selective-labels metrics: three disparities, r^i and eps^i.
 
@@ -337,7 +449,8 @@ class FairnessMetricsCallback(RLlibCallback):
             return
         config = getattr(algorithm, "config", None)
         order = _group_names(config, -1) if config is not None else []
-        _finalize(result, order)
+        headline = getattr(config, "decomposition_v_pi0", "reference")
+        _finalize(result, order, headline)
         if algorithm is not None:
             from rllib_fair.rllib.health import PLACEMENT, placement
 
@@ -358,8 +471,39 @@ class FairnessMetricsCallback(RLlibCallback):
             _finalize(evaluation_metrics, order)
 
 
-def _finalize(scope: dict, group_order: list[str]) -> None:
+def summarize_qualification(data: dict, group_order: list[str], headline: str) -> dict:
+    """``fairness/qualification_gain`` block: per-episode means of the summed raw numbers.
+
+    Keys: ``c_pi``, ``dpe``, ``ipe``, ``spe`` (the ``headline`` V_pi0 variant),
+    ``<variant>/{c_pi,dpe,ipe,spe}`` for ``reference``, ``shadow`` (and ``exact``),
+    ``gain/<group>`` (each group's total realised gain G_s of an episode),
+    ``gain_gap_abs`` (|G0 - G1|) and ``num_episodes``.
+    """
+    n = float(data.get("episodes", 0.0))
+    if n <= 0:
+        return {"num_episodes": 0.0}
+    out: dict = {"num_episodes": n}
+    for variant in ("reference", "shadow", "exact"):
+        if variant not in data:
+            continue
+        block = {("c_pi" if k == "c" else k): float(v) / n for k, v in data[variant].items()}
+        out[variant] = block
+        if variant == headline:
+            out.update(block)
+    if "c_pi" not in out and "reference" in out:
+        out.update(out["reference"])
+    names = list(group_order[:2]) if len(group_order) >= 2 else ["0", "1"]
+    out["gain"] = {names[g]: float(data.get("gain", {}).get(str(g), 0.0)) / n for g in (0, 1)}
+    out["gain_gap_abs"] = float(data.get("gain_gap_abs", 0.0)) / n
+    return out
+
+
+def _finalize(scope: dict, group_order: list[str], headline: str = "reference") -> None:
     runners = scope.get("env_runners")
+    if isinstance(runners, dict) and QUAL_RAW in runners:
+        scope.setdefault(keys.FAIRNESS, {})[QUALIFICATION] = summarize_qualification(
+            runners.pop(QUAL_RAW), group_order, headline
+        )
     if not isinstance(runners, dict) or keys.RAW not in runners:
         return
     raw = runners.pop(keys.RAW)

@@ -1,0 +1,66 @@
+"""F-PPO-L learner: POCAR's minibatch advantage plus the long-term W1 terms (spec §3.6)."""
+
+from __future__ import annotations
+
+import torch
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.core.columns import Columns
+from ray.rllib.evaluation.postprocessing import Postprocessing
+
+from rllib_fair.algorithms.pocar.pocar_learner import _minmax, pocar_terms
+from rllib_fair.algorithms.ppoc.ppoc_learner import COL_LONG_DELTA
+from rllib_fair.rllib import keys
+
+
+def long_term_terms(
+    disparity: torch.Tensor, w_delta: torch.Tensor, omega: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``l1 = min(0, -1[Delta > omega] dW)``, ``l2 = max(0, -(1 - 1[Delta > omega]) dW)``."""
+    over = (disparity > omega).to(w_delta.dtype)
+    l1 = torch.clamp(-over * w_delta, max=0.0)
+    l2 = torch.clamp(-(1.0 - over) * w_delta, min=0.0)
+    return l1, l2
+
+
+def fppol_advantages(adv, disparity, disparity_prev, w_delta, mask, *, config) -> torch.Tensor:
+    """F-PPO-L's regularised minibatch advantage (reference ``F_PPO_BD``, min-max form)."""
+    disparity = disparity.to(adv.dtype)
+    vt, div = pocar_terms(disparity, disparity_prev.to(adv.dtype), config.omega, "post")
+    l1, l2 = long_term_terms(disparity, w_delta.to(adv.dtype), config.omega)
+    combined = (
+        config.beta_0 * _minmax(adv, mask)
+        + config.beta_1 * _minmax(vt, mask)
+        + config.beta_2 * _minmax(div, mask)
+        + config.beta_3 * _minmax(l1, mask)
+        + config.beta_4 * _minmax(l2, mask)
+    )
+    valid = combined[mask]
+    return (combined - valid.mean()) / (valid.std() + 1e-8)
+
+
+class FPPOLTorchLearner(PPOTorchLearner):
+    """PPO torch learner whose minibatch advantages are F-PPO-L-regularised."""
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        """Replaces the minibatch's advantages, then computes PPO's loss (no KL)."""
+        mask = batch.get(Columns.LOSS_MASK)
+        if mask is None:
+            mask = torch.ones_like(batch[Postprocessing.ADVANTAGES], dtype=torch.bool)
+        mask = mask.bool()
+        batch = dict(batch)
+        batch[Postprocessing.ADVANTAGES] = fppol_advantages(
+            batch[Postprocessing.ADVANTAGES],
+            batch[keys.COL_DISPARITY],
+            batch[keys.COL_DISPARITY_PREV],
+            batch[COL_LONG_DELTA],
+            mask,
+            config=config,
+        )
+        self.metrics.log_value(
+            (module_id, "fppol/w1_delta_mean"),
+            batch[COL_LONG_DELTA][mask].float().mean().detach(),
+            window=1,
+        )
+        return super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )

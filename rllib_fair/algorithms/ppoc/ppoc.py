@@ -1,0 +1,268 @@
+"""PPO-C, PPO-Cb and the paper's "PPO" (PPO-KL): Lear & Zhang, ICLR 2025 (seed 001).
+
+"A Causal Lens for Learning Long-Term Fair Policies" (paper text ``shared/seeds/001_*.txt``,
+cited ``paper L<n>``; implementation spec ``shared/specs/ppo_c.md`` §3 and §5.4 with its
+errata). Per minibatch B the learner minimises (paper Eq. 2 at L182, Eq. 5 at L257)::
+
+    loss = -L^CLIP + beta_KL KL(pi_old || pi) + c_vf L^VF           (PPO-KL, spec §3.1)
+           + beta_C * C_hat^2                                        (PPO-C, Eq. 2)
+           + beta_Lambda * Lambda_hat                                (PPO-Cb, Eq. 5)
+
+with ``C_hat = mean_{t in B0}(q~_t r_t) - mean_{t in B1}(q~_t r_t)`` ([U6], paper L178),
+``q_t`` the Monte Carlo qualification gain-to-go of the *same individual* over the rest
+of the episode (no critic; spec §2.3 item 2), ``q~`` standardised over the minibatch
+with both groups pooled, ``r_t = pi/pi_old`` unclipped, and ``Lambda_hat`` the benefit-
+fairness measure of paper L253 over the minibatch's cross-group pairs (erratum E1). See
+``README.md`` in this folder for the equation -> line map and the choices.
+
+Registered names (one set of classes): ``PPOC`` (beta_C = 0.65, beta_Lambda = 0),
+``PPOCb`` (beta_Lambda = 1.0) and ``PPOKL`` (beta_C = beta_Lambda = 0: the paper's PPO
+baseline, clipped surrogate plus a fixed KL penalty of 1.5).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.algorithms.ppo import PPO
+
+from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
+from rllib_fair.algorithms.rppo.rppo import _non_negative
+
+Q_NORMALIZATIONS = ("minibatch", "none")
+LAMBDA_WEIGHTINGS = ("minibatch", "population")
+V_PI0_VARIANTS = ("reference", "shadow", "exact")
+AVERAGES = ("visited", "population")
+ADV_STANDARDIZATIONS = ("minibatch", "batch")
+
+#: Info keys a qualification-gain env must emit (``fair/LendingDrift-v0`` does).
+REQUIRED_INFO_KEYS = ("individual", "qual_gain", "qual_gain_ps", "benefit", "credit_bin")
+
+
+def emits_qualification_info(env) -> bool:
+    """True for ``fair/LendingDrift-v0`` or an env class declaring ``QUALIFICATION_INFO``."""
+    if isinstance(env, str):
+        env_id = env.split(":", 1)[1] if ":" in env else env
+        from rllib_fair.envs import ENV_IDS, env_class
+
+        if env_id in ENV_IDS:
+            cls = env_class(env_id)
+            return bool(getattr(cls, "QUALIFICATION_INFO", False)) or env_id.startswith(
+                "fair/LendingDrift"
+            )
+        return False
+    return bool(getattr(env, "QUALIFICATION_INFO", False))
+
+
+def _choice(key: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"{key}: {value!r} is invalid; valid choices: {', '.join(choices)}")
+
+
+class PPOCConfig(FairPPOConfig):
+    """Config of PPO-C / PPO-Cb / PPO-KL: :class:`FairPPOConfig` plus Eq. 2 and Eq. 5.
+
+    Attributes:
+        beta_c: weight of ``C_hat^2`` (Eq. 2). Paper: 0.65 (Setting 1), 0.75 (Settings 2, 3).
+        beta_lambda: weight of ``Lambda_hat`` (Eq. 5). PPO-Cb: 1.0; PPO-C and PPO-KL: 0.
+        lambda_epsilon: epsilon of Lambda (paper L255; the reference's ``B_EPSILON`` 1e-6).
+        q_normalization: ``"minibatch"`` (reference: q standardised over the minibatch,
+            both groups pooled, torch's unbiased std + 1e-8) or ``"none"`` (raw q).
+        lambda_weighting: ``"minibatch"`` (reference: every cross-group pair of the
+            minibatch weighs ``1/(|B0||B1|)``) or ``"population"`` (pairs reweighted so
+            each group's steps weigh their bin's share of the initial population,
+            ``P(x|s+) P(x'|s-)`` of paper L253).
+        kl_coeff_adaptive: False (paper, spec P1): the KL coefficient stays ``kl_coeff``
+            (1.5); True restores RLlib's adaptive update.
+        advantage_standardization: ``"minibatch"`` (reference, SB3: advantages
+            re-standardised per minibatch) or ``"batch"`` (RLlib's GAE piece only, over
+            the train batch).
+        adam_epsilon: Adam's epsilon (SB3's 1e-5, the reference; RLlib's default 1e-8).
+        decomposition_v_pi0: which V_pi0 estimate the headline ``fairness/qualification_gain``
+            C/DPE/IPE/SPE use: ``"reference"`` (the paper's heuristic, Fig. 5),
+            ``"shadow"`` (unbiased Monte Carlo) or ``"exact"`` (tabular); all three are logged.
+        decomposition_average: ``"visited"`` (reference) or ``"population"``.
+        allow_partial_episodes: with False (default) ``batch_mode`` must be
+            ``complete_episodes`` (q needs whole episodes); True treats a chunk end as the
+            episode end (biased q).
+    """
+
+    #: The metrics callback writes the per-step Monte Carlo gains-to-go into the infos
+    #: on the env runner (they travel with their steps when RLlib shards episodes over
+    #: data-parallel learners) and the learner connector turns them into columns.
+    needs_qualification_returns: ClassVar[bool] = True
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or PPOC)
+        self.beta_c: float = 0.65
+        self.beta_lambda: float = 0.0
+        self.lambda_epsilon: float = 1e-6
+        self.q_normalization: str = "minibatch"
+        self.lambda_weighting: str = "minibatch"
+        self.kl_coeff_adaptive: bool = False
+        self.advantage_standardization: str = "minibatch"
+        self.adam_epsilon: float = 1e-5
+        self.decomposition_v_pi0: str = "reference"
+        self.decomposition_average: str = "visited"
+        self.allow_partial_episodes: bool = False
+        # The paper's method (spec §3.1, §3.5, P16), not the experiment: fixed KL
+        # penalty 1.5, vf coefficient 0.5 without value clipping, global grad-norm 0.5,
+        # no entropy bonus, whole episodes.
+        self.use_kl_loss = True
+        self.kl_coeff = 1.5
+        self.vf_loss_coeff = 0.5
+        self.vf_clip_param = float("inf")
+        self.grad_clip = 0.5
+        self.grad_clip_by = "global_norm"
+        self.entropy_coeff = 0.0
+        self.batch_mode = "complete_episodes"
+
+    def training(
+        self,
+        *,
+        beta_c=NotProvided,
+        beta_lambda=NotProvided,
+        lambda_epsilon=NotProvided,
+        q_normalization=NotProvided,
+        lambda_weighting=NotProvided,
+        kl_coeff_adaptive=NotProvided,
+        advantage_standardization=NotProvided,
+        adam_epsilon=NotProvided,
+        decomposition_v_pi0=NotProvided,
+        decomposition_average=NotProvided,
+        allow_partial_episodes=NotProvided,
+        **kw,
+    ):
+        """PPO's ``training()`` plus PPO-C's settings (see the class attributes)."""
+        super().training(**kw)
+        for key, value in (
+            ("beta_c", beta_c),
+            ("beta_lambda", beta_lambda),
+            ("lambda_epsilon", lambda_epsilon),
+            ("q_normalization", q_normalization),
+            ("lambda_weighting", lambda_weighting),
+            ("kl_coeff_adaptive", kl_coeff_adaptive),
+            ("advantage_standardization", advantage_standardization),
+            ("adam_epsilon", adam_epsilon),
+            ("decomposition_v_pi0", decomposition_v_pi0),
+            ("decomposition_average", decomposition_average),
+            ("allow_partial_episodes", allow_partial_episodes),
+        ):
+            if value is not NotProvided:
+                setattr(self, key, value)
+        return self
+
+    def get_default_learner_class(self):
+        """Returns :class:`PPOCTorchLearner`."""
+        from rllib_fair.algorithms.ppoc.ppoc_learner import PPOCTorchLearner
+
+        return PPOCTorchLearner
+
+    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
+        """The fairness pipeline plus :class:`AddQualificationColumns` after the fairness piece."""
+        pipeline = super().build_learner_connector(
+            input_observation_space, input_action_space, device=device
+        )
+        from rllib_fair.algorithms.ppoc.ppoc_learner import AddQualificationColumns
+        from rllib_fair.rllib.connectors import AddFairnessColumns
+
+        pipeline.insert_after(
+            AddFairnessColumns,
+            AddQualificationColumns(input_observation_space, input_action_space, config=self),
+        )
+        return pipeline
+
+    def validate(self) -> None:
+        """PPO's and the fairness checks, then PPO-C's (one-line messages)."""
+        super().validate()
+        self.validate_qualification()
+        for key in ("beta_c", "beta_lambda"):
+            _non_negative(key, getattr(self, key))
+        eps = self.lambda_epsilon
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
+            raise ValueError(f"lambda_epsilon: {eps!r} is invalid; valid: a finite number > 0")
+        eps = self.adam_epsilon
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
+            raise ValueError(f"adam_epsilon: {eps!r} is invalid; valid: a finite number > 0")
+        _choice("q_normalization", self.q_normalization, Q_NORMALIZATIONS)
+        _choice("lambda_weighting", self.lambda_weighting, LAMBDA_WEIGHTINGS)
+        _choice("advantage_standardization", self.advantage_standardization, ADV_STANDARDIZATIONS)
+        for key in ("kl_coeff_adaptive",):
+            if not isinstance(getattr(self, key), bool):
+                raise ValueError(f"{key}: {getattr(self, key)!r} is invalid; valid: true, false")
+
+    def validate_qualification(self) -> None:
+        """Checks shared with F-PPO-L: env, episodes, columns, metrics, decomposition."""
+        if not emits_qualification_info(self.env):
+            raise ValueError(
+                f"env: {self.env!r} emits no qualification-gain infos (individual, qual_gain, "
+                "qual_gain_ps, benefit); valid: fair/LendingDrift-v0 or an env class with "
+                "QUALIFICATION_INFO = True"
+            )
+        if not isinstance(self.allow_partial_episodes, bool):
+            raise ValueError(
+                f"allow_partial_episodes: {self.allow_partial_episodes!r} is invalid; "
+                "valid: true, false"
+            )
+        if self.batch_mode != "complete_episodes" and not self.allow_partial_episodes:
+            raise ValueError(
+                f"batch_mode: {self.batch_mode!r} is invalid for {type(self).__name__} (the "
+                "Monte Carlo gains need whole episodes); valid: complete_episodes (or set "
+                "allow_partial_episodes: true)"
+            )
+        if not self.fairness_columns:
+            raise ValueError(
+                f"fairness_columns: False is invalid for {type(self).__name__}; valid: true"
+            )
+        if not self.fairness_metrics:
+            raise ValueError(
+                f"fairness_metrics: False is invalid for {type(self).__name__} (its metrics "
+                "callback attaches the per-step gains); valid: true"
+            )
+        _choice("decomposition_v_pi0", self.decomposition_v_pi0, V_PI0_VARIANTS)
+        _choice("decomposition_average", self.decomposition_average, AVERAGES)
+
+
+class PPOC(PPO):
+    """RLlib PPO with PPO-C's (Eq. 2) and PPO-Cb's (Eq. 5) loss terms."""
+
+    @classmethod
+    def get_default_config(cls) -> PPOCConfig:
+        """Returns a fresh :class:`PPOCConfig` (PPO-C's defaults)."""
+        return PPOCConfig()
+
+
+class PPOCbConfig(PPOCConfig):
+    """PPO-Cb (Eq. 5): PPO-C with ``beta_lambda = 1.0`` by default (the reference's value)."""
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or PPOCb)
+        self.beta_lambda = 1.0
+
+
+class PPOCb(PPOC):
+    """PPO-Cb: the PPO-C classes with ``beta_lambda = 1.0``."""
+
+    @classmethod
+    def get_default_config(cls) -> PPOCbConfig:
+        """Returns a fresh :class:`PPOCbConfig`."""
+        return PPOCbConfig()
+
+
+class PPOKLConfig(PPOCConfig):
+    """The paper's "PPO": clipped surrogate + fixed KL 1.5 (``beta_c = beta_lambda = 0``)."""
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or PPOKL)
+        self.beta_c = 0.0
+        self.beta_lambda = 0.0
+
+
+class PPOKL(PPOC):
+    """PPO-KL: the PPO-C classes with both fairness weights 0."""
+
+    @classmethod
+    def get_default_config(cls) -> PPOKLConfig:
+        """Returns a fresh :class:`PPOKLConfig`."""
+        return PPOKLConfig()

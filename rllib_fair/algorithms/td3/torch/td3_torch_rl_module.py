@@ -78,6 +78,19 @@ class TD3TorchRLModule(TorchRLModule, TargetNetworkAPI, QNetAPI, InferenceOnlyAP
             a = (a + self.exploration_noise * torch.randn_like(a)).clamp(-1.0, 1.0)
         return {Columns.ACTIONS: a}
 
+    # TorchRLModule switches to eval mode and back around every sampling forward (two
+    # recursive module walks per env step); these networks have no dropout or batch norm,
+    # so the mode does not matter and only the no-grad context is kept.
+    def forward_inference(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
+        """Greedy forward without gradient tracking."""
+        with torch.no_grad():
+            return self._forward_inference(batch, **kwargs)
+
+    def forward_exploration(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
+        """Exploration forward without gradient tracking."""
+        with torch.no_grad():
+            return self._forward_exploration(batch, **kwargs)
+
     def forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         """Like TorchRLModule's, but sets train mode only when needed (it recurses)."""
         if not self.training:

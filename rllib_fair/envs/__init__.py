@@ -34,6 +34,7 @@ ENTRY_POINTS: dict[str, str] = {
     "fair/SchoolAdmission-v0": "rllib_fair.envs.school_admission:SchoolAdmissionEnv",
     "fair/Replicator-v0": "rllib_fair.envs.replicator:ReplicatorEnv",
     "fair/ReplicatorAdult-v0": "rllib_fair.envs.replicator:ReplicatorAdultEnv",
+    "fair/QuarterlyLending-v0": "rllib_fair.envs.quarterly_lending:QuarterlyLendingEnv",
 }
 
 #: Every environment id this package registers.

@@ -22,7 +22,12 @@ import logging
 import numpy as np
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
-from rllib_fair.fairness.counts import NUM_FIELDS, QUALIFIED, QUALIFIED_MASS
+from rllib_fair.fairness.counts import (
+    NUM_FIELDS,
+    QUALIFIED,
+    QUALIFIED_MASS,
+    SELECTED_QUALIFIED,
+)
 from rllib_fair.fairness.ledger import benefit_rates, bias, ratio
 from rllib_fair.fairness.notions import get_notion
 from rllib_fair.fairness.selective import running_selective_disparity
@@ -82,12 +87,25 @@ def hide_unobserved_labels(episode) -> int:
     population's ``QUALIFIED_MASS`` row (the true state) is zeroed in every info. Infos
     are changed in place, so the episode that travels to the learners no longer carries
     them. Returns the number of labels removed.
+
+    Batch envs (``fair/QuarterlyLending-v0``, erratum E10 of the seed-004 spec): an info
+    with an array ``y_real`` (every applicant's true label) loses it and its oracle
+    ``metrics``; its ``QUALIFIED`` row becomes ``SELECTED_QUALIFIED`` (observed positives),
+    and every rejected applicant counts as a removed label.
     """
     removed = 0
     for info in episode.get_infos():
         counts = info.get("fairness")
         if counts is not None:
             counts[QUALIFIED_MASS] = 0.0
+        if "y_real" in info:
+            y_real = np.asarray(info.pop("y_real"))
+            info.pop("metrics", None)
+            granted = np.asarray(info.get("granted", np.zeros(0)))
+            if counts is not None:
+                counts[QUALIFIED] = counts[SELECTED_QUALIFIED]
+            removed += int(y_real.size - np.count_nonzero(granted))
+            continue
         label = info.get("label", -1)
         if label is None or label < 0 or info.get("label_observed", 1):
             continue

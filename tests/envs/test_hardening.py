@@ -30,6 +30,9 @@ DISCRETE_KWARGS["fair/AttentionHard-v0"]["attention_units"] = 6  # a small table
 # Envs with only a continuous (Box) action: the discrete-action checks do not apply; their
 # own tests check bad actions (tests/envs/test_replicator.py).
 CONTINUOUS_IDS = ("fair/Replicator-v0", "fair/ReplicatorAdult-v0")
+# Envs deciding a batch per step (MultiBinary action): the discrete checks do not apply;
+# their own tests check bad actions (tests/envs/test_quarterly_lending.py).
+BATCH_IDS = ("fair/QuarterlyLending-v0",)
 # Finite-horizon envs that terminate at max_steps by default: the truncation checks run
 # with truncation switched on.
 END_KWARGS = {env_id: {"terminate_at_horizon": False} for env_id in CONTINUOUS_IDS}
@@ -74,8 +77,8 @@ def some_action(env: gym.Env):
 @pytest.mark.parametrize("action", BAD_DISCRETE_ACTIONS)
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_bad_discrete_action_is_rejected(env_id, action):
-    if env_id in CONTINUOUS_IDS:
-        pytest.skip("continuous action space")
+    if env_id in CONTINUOUS_IDS + BATCH_IDS:
+        pytest.skip("continuous or multi-binary action space")
     env = make(env_id, **DISCRETE_KWARGS.get(env_id, {}))
     assert isinstance(env.action_space, gym.spaces.Discrete)
     env.reset(seed=0)
@@ -95,8 +98,8 @@ def test_bad_discrete_action_is_rejected(env_id, action):
 @pytest.mark.parametrize("action", GOOD_DISCRETE_ACTIONS)
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_integer_actions_of_every_kind_are_accepted(env_id, action):
-    if env_id in CONTINUOUS_IDS:
-        pytest.skip("continuous action space")
+    if env_id in CONTINUOUS_IDS + BATCH_IDS:
+        pytest.skip("continuous or multi-binary action space")
     env = make(env_id, **DISCRETE_KWARGS.get(env_id, {}))
     env.reset(seed=0)
     ref = make(env_id, **DISCRETE_KWARGS.get(env_id, {}))

@@ -96,6 +96,31 @@ def softmax_policy(q_r: np.ndarray, q_g: np.ndarray, dual: float, alpha: float) 
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def q_pair(
+    w_r: np.ndarray,
+    w_g: np.ndarray,
+    lambda_inv: np.ndarray,
+    phi: np.ndarray,
+    beta: float,
+    upper: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`q_values` for ``r`` and ``g`` sharing one bonus computation."""
+    flat = phi.reshape(-1, phi.shape[-1])
+    dt = flat.dtype
+    mean_r = flat @ w_r.astype(dt, copy=False)
+    mean_g = flat @ w_g.astype(dt, copy=False)
+    if beta:
+        quad = np.einsum("nd,nd->n", flat @ lambda_inv.astype(dt, copy=False), flat)
+        bonus = beta * np.sqrt(np.maximum(quad, 0.0))
+        mean_r = mean_r + bonus
+        mean_g = mean_g + bonus
+    shape = phi.shape[:-1]
+    return (
+        np.clip(mean_r, 0.0, upper).astype(np.float64).reshape(shape),
+        np.clip(mean_g, 0.0, upper).astype(np.float64).reshape(shape),
+    )
+
+
 def step_values(
     plan: Plan,
     h: int,
@@ -113,8 +138,7 @@ def step_values(
     """
     horizon = plan.w_r.shape[0]
     upper = q_upper(h, horizon, q_clip)
-    qr = q_values(plan.w_r[h], plan.lambda_inv[h], phi_regions, beta, upper)
-    qg = q_values(plan.w_g[h], plan.lambda_inv[h], phi_regions, beta, upper)
+    qr, qg = q_pair(plan.w_r[h], plan.w_g[h], plan.lambda_inv[h], phi_regions, beta, upper)
     probs = softmax_policy(qr, qg, dual, alpha)
     return probs, qr, qg, (probs * qr).sum(-1), (probs * qg).sum(-1)
 

@@ -111,6 +111,7 @@ def test_trains_round_trips_and_agrees_with_the_numpy_core(ray_session, tmp_path
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_batched_episodes_on_a_remote_runner(ray_session):
     """episodes_per_iteration = 2 with 1 remote env runner: one plan, two episodes."""
     algo = _config(runners=1, episodes_per_iteration=2).build_algo()

@@ -66,6 +66,21 @@ def test_feature_map_options():
         make_feature_map("learned")
 
 
+def test_shipped_learned_map():
+    """The weights written by scripts/train_lucbfair_features.py (20k transitions)."""
+    from pathlib import Path
+
+    import rllib_fair.algorithms.lucbfair as pkg
+
+    path = Path(pkg.__file__).parent / "replicator_features.npz"
+    fm = make_feature_map("learned", path=str(path))
+    phi = fm(np.random.default_rng(0).random((5, 2)), np.full((5, 2), 0.5))
+    assert fm.dim == 10
+    np.testing.assert_allclose(phi.sum(1), 1.0)
+    with np.load(path) as data:
+        assert float(data["r2_r"]) > 0.9 and float(data["r2_g"]) > 0.9
+
+
 # ------------------------------------------------------------------ item 13: tiny linear MDP
 def _tiny_mdp(seed):
     rng = np.random.default_rng(seed)

@@ -24,6 +24,7 @@ import torch
 from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import POLICY_LOSS_KEY, Learner
+from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.metrics import ALL_MODULES
 from ray.rllib.utils.typing import ModuleID, ParamDict, TensorType
 
@@ -141,6 +142,45 @@ class TD3TorchLearner(SACTorchLearner):
         self._temp_losses.clear()
         self._all_reduce_mean(grads)
         return grads
+
+    def _create_iterator_if_necessary(
+        self,
+        *,
+        training_data,
+        num_total_minibatches: int = 0,
+        num_epochs: int = 1,
+        minibatch_size: int | None = None,
+        shuffle_batch_per_epoch: bool = False,
+        **kwargs,
+    ):
+        """Consecutive minibatches by plain tensor slicing for the fast replay path.
+
+        The fast path hands over n x B rows already drawn uniformly at random; one pass
+        in order (``num_epochs=1``, no shuffle) is what RLlib's cyclic iterator would do,
+        without its per-minibatch ``SampleBatch`` slicing cost. Any other input goes
+        through RLlib's iterator.
+        """
+        batch = training_data.batch
+        if (
+            training_data.episodes is None
+            and training_data.data_iterators is None
+            and isinstance(batch, MultiAgentBatch)
+            and minibatch_size
+            and num_epochs == 1
+            and not num_total_minibatches
+            and len(batch.policy_batches) == 1
+            and len(next(iter(batch.policy_batches.values()))) % minibatch_size == 0
+        ):
+            tensors = self._make_batch_if_necessary(training_data=training_data)
+            return _consecutive_minibatches(tensors, minibatch_size)
+        return super()._create_iterator_if_necessary(
+            training_data=training_data,
+            num_total_minibatches=num_total_minibatches,
+            num_epochs=num_epochs,
+            minibatch_size=minibatch_size,
+            shuffle_batch_per_epoch=shuffle_batch_per_epoch,
+            **kwargs,
+        )
 
     def _make_modules_ddp_if_necessary(self) -> None:
         """No DDP wrapper: the learner averages gradients itself (see :meth:`_all_reduce_mean`).
@@ -265,3 +305,14 @@ class TD3TorchLearner(SACTorchLearner):
         if "td3_num_gradient_steps" in state:
             self._num_gradient_steps = int(state["td3_num_gradient_steps"])
             self._logged_gradient_steps = self._num_gradient_steps
+
+
+def _consecutive_minibatches(batch: MultiAgentBatch, size: int):
+    """Yields ``len // size`` consecutive single-module minibatches of ``size`` rows."""
+    ((module_id, module_batch),) = batch.policy_batches.items()
+    columns = dict(module_batch)
+    for i in range(len(module_batch) // size):
+        rows = slice(i * size, (i + 1) * size)
+        yield MultiAgentBatch(
+            {module_id: SampleBatch({k: v[rows] for k, v in columns.items()})}, env_steps=size
+        )

@@ -173,6 +173,28 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                 ("MaxminFair", "Maxmin-Fair baseline, (1 - lambda) max_g L_g + lambda D", "Eq. 7d"),
             )
         ],
+        *[
+            AlgorithmSpec(
+                name=name,
+                module="rllib_fair.algorithms.uncertainty.uncertainty",
+                algo_class=name,
+                config_class=f"{name}Config",
+                paper=(
+                    f"{what} (Lee et al., FAccT 2026, Sec. 4): quarterly batch lending under a "
+                    "budget, logistic model retrained on selective feedback"
+                ),
+                smoke_env="fair/QuarterlyLending-v0",
+                learns=False,
+                variant_of=None if name == "Uncertainty" else "Uncertainty",
+            )
+            for name, what in (
+                ("Uncertainty", "Naive top-B lending (any of the five strategies via strategy)"),
+                ("UncertaintyNaiveExploration", "Naive exploration: uniform draws in U_q"),
+                ("UncertaintyProbWeighted", "Probability-weighted exploration in U_q"),
+                ("UncertaintyAware", "Uncertainty-aware exploration: delta-method CI"),
+                ("UncertaintyCounterfactual", "Counterfactual utility maximisation"),
+            )
+        ],
     ]
 }
 

@@ -35,7 +35,8 @@ keeps only the first ``B_q`` granted rows (by row order).
 Info: the package keys (``fairness`` counts of the quarter against ``Y_real``, ``group``,
 ``label``, ``decision``, ``label_observed``; the scalar ones are -1 because a step decides
 a batch, not one individual) plus the batch keys ``granted``, ``y_obs``, ``y_real``,
-``groups``, ``budget``, ``next_budget``, ``over_budget``, ``quarter``, ``profit`` and
+``groups``, ``budget``, ``next_budget``, ``over_budget``, ``quarter``, ``data_seed``,
+``profit`` and
 ``metrics`` (the core's :func:`~rllib_fair.uncertainty.quarter_metrics` of the quarter,
 oracle side). Under ``fairness_label_access="observed"`` the env runners drop ``y_real``
 and ``metrics`` and set the ``QUALIFIED`` counts to ``SELECTED_QUALIFIED`` (erratum E10,
@@ -215,6 +216,7 @@ class QuarterlyLendingEnv(FairEnvMixin, gym.Env):
         info = self._empty_info()
         info["quarter"] = 1
         info["next_budget"] = int(problem.budgets[1])
+        info["data_seed"] = data_seed
         return self._obs(0), info
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
@@ -238,6 +240,7 @@ class QuarterlyLendingEnv(FairEnvMixin, gym.Env):
         terminated = self._q >= problem.num_quarters
         truncated = not terminated and self.max_steps is not None and self._q >= self.max_steps
         info["next_budget"] = -1 if terminated else int(problem.budgets[self._q])
+        info["data_seed"] = self.data_seed
         if terminated or truncated:
             self._episode_over = True
         if terminated:

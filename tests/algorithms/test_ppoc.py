@@ -248,20 +248,24 @@ def _train(argv, capsys):
     return rc, out, err
 
 
-# The two classes (PPOC, FPPOL) in the default suite; PPOKL and PPOCb are PPOC's classes
-# with other default weights, trained from YAML under the slow mark (suite budget).
+# Default suite: PPOC's classes locally and with a remote runner, FPPOL's locally; the
+# rest (PPOKL and PPOCb are PPOC's classes with other default weights; FPPOL remote) is
+# trained from YAML under the slow mark (suite budget).
 _SLOW = pytest.mark.slow
-EXAMPLES = [
-    pytest.param("ppoc/lending_drift_s1-ppokl-fast.yaml", marks=_SLOW),
-    "ppoc/lending_drift_s1-ppoc-fast.yaml",
-    pytest.param("ppoc/lending_drift_s1-ppocb-fast.yaml", marks=_SLOW),
-    "fppol/lending_drift_s1-fppol-fast.yaml",
+CASES = [
+    pytest.param("ppoc/lending_drift_s1-ppoc-fast.yaml", 0, id="ppoc-0"),
+    pytest.param("ppoc/lending_drift_s1-ppoc-fast.yaml", 1, id="ppoc-1"),
+    pytest.param("fppol/lending_drift_s1-fppol-fast.yaml", 0, id="fppol-0"),
+    pytest.param("fppol/lending_drift_s1-fppol-fast.yaml", 1, id="fppol-1", marks=_SLOW),
+    pytest.param("ppoc/lending_drift_s1-ppokl-fast.yaml", 0, id="ppokl-0", marks=_SLOW),
+    pytest.param("ppoc/lending_drift_s1-ppokl-fast.yaml", 1, id="ppokl-1", marks=_SLOW),
+    pytest.param("ppoc/lending_drift_s1-ppocb-fast.yaml", 0, id="ppocb-0", marks=_SLOW),
+    pytest.param("ppoc/lending_drift_s1-ppocb-fast.yaml", 1, id="ppocb-1", marks=_SLOW),
 ]
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize("runners", [0, 1])
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: Path(str(e)).stem)
+@pytest.mark.parametrize(("example", "runners"), CASES)
 def test_examples_train_from_yaml(example, runners, tmp_path, ray_session, capsys):
     """Every new algorithm trains for real from its YAML, locally and with a remote runner."""
     storage = tmp_path / "results"

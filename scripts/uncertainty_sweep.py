@@ -28,6 +28,7 @@ from rllib_fair.uncertainty.sweep import (
     SEEDS,
     grid,
     run_sweep,
+    single_bias_grid,
 )
 
 
@@ -47,6 +48,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         metavar="KEY=V1,V2",
         help="override the levels of a knob, proportion_certain or delta",
+    )
+    p.add_argument(
+        "--single-bias",
+        action="store_true",
+        help="only no-bias and each knob alone (Fig. 4/5 rows) at pc 0.7, delta 0.05",
     )
     p.add_argument("--no-dedupe", action="store_true", help="full pc x delta cross for all")
     p.add_argument("--limit", type=int, default=None, help="first N configurations only")
@@ -82,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         proportion_certain=pcs,
         deltas=deltas,
     )
+    if args.single_bias:
+        configs = single_bias_grid(
+            [s for s in args.strategies.split(",") if s],
+            seeds=[int(s) for s in args.seeds.split(",") if s],
+        )
     if args.limit is not None:
         configs = configs[: args.limit]
     base = QuarterlyConfig() if args.dim is None else QuarterlyConfig().replace(dim=args.dim)

@@ -159,6 +159,33 @@ def grid(
     return out
 
 
+def single_bias_grid(
+    strategies: Iterable[str] = STRATEGIES,
+    *,
+    seeds: Iterable[int] = SEEDS,
+    proportion_certain: float = FIXED_PC,
+    delta: float = FIXED_DELTA,
+) -> list[SweepConfig]:
+    """The rows of the paper's Fig. 4/5 heatmaps at one ``proportion_certain`` and ``delta``.
+
+    No bias, then each knob alone at each non-zero Table 2 level: 13 settings.
+    """
+    settings = [dict.fromkeys(BIAS_GRID, 0.0)]
+    for knob, levels in BIAS_GRID.items():
+        for level in levels:
+            if level != 0.0:
+                settings.append({**dict.fromkeys(BIAS_GRID, 0.0), knob: level})
+    out = []
+    for strategy in strategies:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy: {strategy!r} is invalid; valid: {', '.join(STRATEGIES)}")
+        for knobs in settings:
+            for seed in seeds:
+                levels = [knobs[k] for k in BIAS_GRID]
+                out.append(SweepConfig(strategy, *levels, proportion_certain, delta, int(seed)))
+    return out
+
+
 def run_config(cfg: SweepConfig, base: QuarterlyConfig | None = None) -> list[dict[str, object]]:
     """Runs one configuration with the numpy core; returns its tidy rows (one per quarter)."""
     base = QuarterlyConfig() if base is None else base

@@ -15,6 +15,7 @@ from rllib_fair.uncertainty.sweep import (
     grid,
     run_config,
     run_sweep,
+    single_bias_grid,
 )
 
 TINY_BIAS = {
@@ -47,6 +48,9 @@ def test_grid_sizes_match_table2_and_erratum_e16():
     assert len({c.config_id for c in full}) == len(full)
     with pytest.raises(ValueError, match="strategy: 'x' is invalid"):
         grid(("x",))
+    single = single_bias_grid()
+    assert len(single) == 5 * 13 * 5  # (no bias + 12 single-knob levels) x seeds x methods
+    assert all(sum(getattr(c, k) != 0 for k in ("l_y", "l_m", "l_y_b")) <= 1 for c in single)
 
 
 def test_run_config_rows_are_run_quarters():

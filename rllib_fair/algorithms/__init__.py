@@ -155,6 +155,28 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             ),
             smoke_env="fair/Replicator-v0",
         ),
+        AlgorithmSpec(
+            name="TD3",
+            module="rllib_fair.algorithms.td3.td3",
+            algo_class="TD3",
+            config_class="TD3Config",
+            paper=(
+                "TD3 (Fujimoto et al. 2018) on SAC's machinery with a fast numpy replay path, "
+                "any Box-action env; the unconstrained baseline of Yin et al. 2023, Fig. 4"
+            ),
+            smoke_env="fair/ReplicatorAdult-v0",
+        ),
+        AlgorithmSpec(
+            name="RTD3",
+            module="rllib_fair.algorithms.rtd3.rtd3",
+            algo_class="RTD3",
+            config_class="RTD3Config",
+            paper=(
+                "R-TD3: TD3 on the relaxed reward (1 - lambda_t) r + lambda_t g, "
+                "lambda_t = t / H (Yin et al. 2023, Sec. 3.2, Eq. 6)"
+            ),
+            smoke_env="fair/ReplicatorAdult-v0",
+        ),
         *[
             AlgorithmSpec(
                 name=name,

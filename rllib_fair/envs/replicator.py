@@ -254,6 +254,8 @@ class ReplicatorEnv(FairEnvMixin, gym.Env):
 
     GROUP_NAMES: ClassVar[tuple[str, ...]] = ("group_0", "group_1")
     DEFAULT_NOTION: ClassVar[str] = "demographic_parity"
+    #: ``reward_mode`` values (R-TD3's config checks for ``"relaxed"``).
+    SUPPORTED_REWARD_MODES: ClassVar[tuple[str, ...]] = REWARD_MODES
     DESCRIPTION: ClassVar[str] = (
         "replicator dynamics of two groups' qualification rates under per-group thresholds, "
         "X | Y ~ N(+-1, 1) (Yin et al. 2023)"

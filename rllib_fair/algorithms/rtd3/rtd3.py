@@ -1,0 +1,124 @@
+"""R-TD3 (Yin, Raab, Liu, Liu, NeurIPS 2023, Sec. 3.2, Eq. 6): TD3 on a relaxed reward.
+
+R-TD3 maximises, over an episode of ``H`` steps,
+
+    E[ sum_{t=1}^{H} (1 - lambda_t) r(s_t, a_t) + lambda_t g(s_t, a_t) ],   lambda_t = t / H
+
+(Eq. 6), with ``r = 1 - L`` the reward and ``g = 1 - D`` the fairness utility: the
+weight moves from the loss to the disparity over the episode, so the agent learns to
+trade immediate loss for a fair state late in the episode. Everything else is plain TD3
+(:mod:`rllib_fair.algorithms.td3`).
+
+The relaxation lives in the environment (``reward_mode="relaxed"`` of
+``fair/Replicator-v0`` / ``fair/ReplicatorAdult-v0``), not in a learner connector: an
+off-policy replay buffer stores rewards, and the weight ``lambda_t`` depends on the step
+index, which the buffer does not keep. :meth:`RTD3Config.validate` writes the settings
+into ``env_config``; it raises if the user's ``env_config`` disagrees.
+
+Two forms (``relaxation_sharpness`` = kappa), per step with ``lambda_t = min(1,
+lambda_final * t / H)``:
+
+* ``kappa = 1`` (default): reward ``1 - ((1 - lambda_t) L + lambda_t D)``, Eq. 6 exactly;
+* ``kappa = 20``: the supplementary code's ``RelaxationEnv``, which replaces ``D`` by
+  ``psi(D) = 1 - (1 - D)^20`` (about ``20 D`` for small ``D``: the disparity term is
+  sharpened twenty-fold).
+
+``relaxation_lambda_final = 0`` gives the reward ``1 - L`` of the paper's TD3 baseline
+(Fig. 4, "TD3 (lambda = 0)").
+"""
+
+from __future__ import annotations
+
+import math
+
+from ray.rllib.algorithms.algorithm_config import NotProvided
+
+from rllib_fair.algorithms.td3.td3 import TD3, TD3Config
+
+#: env_config key -> RTD3Config attribute written into it.
+RELAXATION_KEYS = {
+    "relaxation_lambda_final": "relaxation_lambda_final",
+    "relaxation_sharpness": "relaxation_sharpness",
+}
+
+
+class RTD3Config(TD3Config):
+    """TD3's settings plus the relaxation of Eq. 6.
+
+    Attributes:
+        relaxation_lambda_final: ``lambda`` reached on the episode's last step
+            (``lambda_t = min(1, lambda_final * t / H)``; 1.0 is Eq. 6, 0.0 plain TD3).
+        relaxation_sharpness: ``kappa`` of ``psi(D) = 1 - (1 - D)^kappa``; 1.0 is Eq. 6
+            (default), 20.0 the supplementary code's form.
+    """
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or RTD3)
+        self.relaxation_lambda_final: float = 1.0
+        self.relaxation_sharpness: float = 1.0
+
+    def relaxation(self, *, lambda_final=NotProvided, sharpness=NotProvided):
+        """Sets the relaxation (see the class attributes).
+
+        Returns:
+            This updated config.
+        """
+        if lambda_final is not NotProvided:
+            self.relaxation_lambda_final = lambda_final
+        if sharpness is not NotProvided:
+            self.relaxation_sharpness = sharpness
+        return self
+
+    def training(
+        self, *, relaxation_lambda_final=NotProvided, relaxation_sharpness=NotProvided, **kw
+    ):
+        """TD3's ``training()`` plus the relaxation (YAML keys of the same names)."""
+        super().training(**kw)
+        return self.relaxation(lambda_final=relaxation_lambda_final, sharpness=relaxation_sharpness)
+
+    def validate(self) -> None:
+        """TD3's checks, the relaxation's, then writes it into ``env_config``."""
+        for key, strict in (("relaxation_lambda_final", False), ("relaxation_sharpness", True)):
+            v = getattr(self, key)
+            ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+            if not ok or v < 0 or (strict and v == 0):
+                bound = "> 0" if strict else ">= 0"
+                raise ValueError(f"{key}: {v!r} is invalid; valid: a finite number {bound}")
+        self._write_relaxation_into_env_config()
+        super().validate()
+
+    def _write_relaxation_into_env_config(self) -> None:
+        from rllib_fair.envs import env_class
+        from rllib_fair.rllib.config import _env_meta
+
+        meta = _env_meta(self.env)
+        cls = env_class(meta["id"]) if meta is not None else None
+        modes = getattr(cls, "SUPPORTED_REWARD_MODES", ())
+        if "relaxed" not in modes:
+            raise ValueError(
+                f"env: {self.env!r} is invalid for RTD3 (it has no relaxed reward, "
+                "reward_mode='relaxed'); valid choices: fair/Replicator-v0, "
+                "fair/ReplicatorAdult-v0"
+            )
+        env_config = dict(self.env_config or {})
+        wanted = {"reward_mode": "relaxed"} | {
+            key: float(getattr(self, attr)) for key, attr in RELAXATION_KEYS.items()
+        }
+        for key, value in wanted.items():
+            if key in env_config and env_config[key] != value:
+                setting = "" if key == "reward_mode" else f" (RTD3's {key} is {value!r})"
+                raise ValueError(
+                    f"env_config.{key}: {env_config[key]!r} conflicts with RTD3{setting}; "
+                    f"valid: leave it out or set {value!r}"
+                )
+            env_config[key] = value
+        self.env_config = env_config
+
+
+class RTD3(TD3):
+    """TD3 trained on the relaxed reward of Eq. 6 (see the module docstring)."""
+
+    @classmethod
+    def get_default_config(cls) -> RTD3Config:
+        """Returns a fresh :class:`RTD3Config`."""
+        return RTD3Config()

@@ -289,29 +289,51 @@ class PPOCTorchLearner(PPOTorchLearner):
         # Both weights 0 (PPO-KL): PPO's loss tensor itself, bit for bit.
         return total if isinstance(extra, float) else total + extra
 
+    #: The ``ppoc/*`` diagnostics (Lambda and C_hat where their weight is 0, DPE_step,
+    #: IPE_step) are computed and logged on every ``LOG_EVERY``-th minibatch only: they
+    #: are window-1 values (the last logged minibatch) and cost as much as the loss terms.
+    LOG_EVERY = 10
+
     def _fairness_terms(self, module_id, config, batch, fwd_out, mask) -> torch.Tensor | float:
+        self._ppoc_calls = getattr(self, "_ppoc_calls", -1) + 1
+        log_now = self._ppoc_calls % self.LOG_EVERY == 0
+        if not (config.beta_c or config.beta_lambda or log_now):
+            return 0.0
         module = self.module[module_id].unwrapped()
-        dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
         logits = fwd_out[Columns.ACTION_DIST_INPUTS]
         groups = batch[keys.COL_GROUP]
-        logp = dist.logp(batch[Columns.ACTIONS])
-        c, empty = c_hat(
-            logp,
-            batch[Columns.ACTION_LOGP],
-            batch[COL_QUAL_Q],
-            groups,
-            mask,
-            normalization=config.q_normalization,
-        )
+        extra = 0.0
+        c = lam = None
+        empty = False
+        if config.beta_c or log_now:
+            dist = module.get_train_action_dist_cls().from_logits(logits)
+            c, empty = c_hat(
+                dist.logp(batch[Columns.ACTIONS]),
+                batch[Columns.ACTION_LOGP],
+                batch[COL_QUAL_Q],
+                groups,
+                mask,
+                normalization=config.q_normalization,
+            )
+            if config.beta_c:
+                extra = extra + config.beta_c * c * c  # Eq. 2: + beta_C C_hat^2
         p = torch.softmax(logits, dim=-1)[..., 1]  # pi(d1 | o_t)
-        lam = lambda_hat(
-            p,
-            batch[COL_BENEFIT],
-            groups,
-            mask,
-            eps=config.lambda_epsilon,
-            weights=self._population_weights(batch, groups),
-        )
+        if config.beta_lambda or log_now:
+            lam = lambda_hat(
+                p,
+                batch[COL_BENEFIT],
+                groups,
+                mask,
+                eps=config.lambda_epsilon,
+                weights=self._population_weights(batch, groups),
+            )
+            if config.beta_lambda:
+                extra = extra + config.beta_lambda * lam  # Eq. 5: + beta_Lambda Lambda
+        if log_now:
+            self._log_diagnostics(module_id, batch, mask, groups, p, c, lam, empty)
+        return extra
+
+    def _log_diagnostics(self, module_id, batch, mask, groups, p, c, lam, empty) -> None:
         with torch.no_grad():
             valid = mask & (groups >= 0)
             ben = batch[COL_BENEFIT].to(p.dtype)
@@ -328,16 +350,8 @@ class PPOCTorchLearner(PPOTorchLearner):
                 "ppoc/lambda": lam.detach(),
                 "ppoc/dpe_step": dpe,
                 "ppoc/ipe_step": ipe,
+                "ppoc/empty_group_minibatch": float(empty),
             },
             key=module_id,
             window=1,
         )
-        self.metrics.log_value(
-            (module_id, "ppoc/empty_group_minibatches"), float(empty), reduce="sum"
-        )
-        extra = 0.0
-        if config.beta_c:
-            extra = extra + config.beta_c * c * c  # Eq. 2: + beta_C C_hat^2
-        if config.beta_lambda:
-            extra = extra + config.beta_lambda * lam  # Eq. 5: + beta_Lambda Lambda
-        return extra

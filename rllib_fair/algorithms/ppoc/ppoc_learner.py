@@ -203,15 +203,13 @@ def lambda_hat(
     p0, p1 = p[in0], p[in1]
     d = benefit.detach().to(p.dtype)
     d0, d1 = d[in0], d[in1]
-    if weights is None:
-        w0 = torch.full_like(p0, 1.0 / p0.numel())
-        w1 = torch.full_like(p1, 1.0 / p1.numel())
-    else:
-        w = weights.detach().to(p.dtype)
-        w0, w1 = w[in0] / w[in0].sum(), w[in1] / w[in1].sum()
     num = torch.abs(p0[:, None] - p1[None, :])
-    den = eps + torch.abs(d0[:, None] - d1[None, :])
-    return (eps * num / den * w0[:, None] * w1[None, :]).sum()  # [U12], Eq. 5's Lambda
+    k = eps / (eps + torch.abs(d0[:, None] - d1[None, :]))  # data: no gradient
+    if weights is None:  # the reference: sum over all cross-group pairs / their number
+        return (num * k).mean()  # [U12], Eq. 5's Lambda
+    w = weights.detach().to(p.dtype)
+    w0, w1 = w[in0] / w[in0].sum(), w[in1] / w[in1].sum()
+    return (num * (k * w0[:, None] * w1[None, :])).sum()  # [U12] with population weights
 
 
 def _standardize_masked(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -249,19 +249,17 @@ def _train(argv, capsys):
     return rc, out, err
 
 
-# Default suite: PPOC's classes locally and with a remote runner, FPPOL's locally; the
-# rest (PPOKL and PPOCb are PPOC's classes with other default weights; FPPOL remote) is
-# trained from YAML under the slow mark (suite budget).
-_SLOW = pytest.mark.slow
+# Every registered name, locally and with a remote env runner (about 6-9 s each on an
+# idle 2-core machine).
 CASES = [
     pytest.param("ppoc/lending_drift_s1-ppoc-fast.yaml", 0, id="ppoc-0"),
     pytest.param("ppoc/lending_drift_s1-ppoc-fast.yaml", 1, id="ppoc-1"),
     pytest.param("fppol/lending_drift_s1-fppol-fast.yaml", 0, id="fppol-0"),
-    pytest.param("fppol/lending_drift_s1-fppol-fast.yaml", 1, id="fppol-1", marks=_SLOW),
-    pytest.param("ppoc/lending_drift_s1-ppokl-fast.yaml", 0, id="ppokl-0", marks=_SLOW),
-    pytest.param("ppoc/lending_drift_s1-ppokl-fast.yaml", 1, id="ppokl-1", marks=_SLOW),
-    pytest.param("ppoc/lending_drift_s1-ppocb-fast.yaml", 0, id="ppocb-0", marks=_SLOW),
-    pytest.param("ppoc/lending_drift_s1-ppocb-fast.yaml", 1, id="ppocb-1", marks=_SLOW),
+    pytest.param("fppol/lending_drift_s1-fppol-fast.yaml", 1, id="fppol-1"),
+    pytest.param("ppoc/lending_drift_s1-ppokl-fast.yaml", 0, id="ppokl-0"),
+    pytest.param("ppoc/lending_drift_s1-ppokl-fast.yaml", 1, id="ppokl-1"),
+    pytest.param("ppoc/lending_drift_s1-ppocb-fast.yaml", 0, id="ppocb-0"),
+    pytest.param("ppoc/lending_drift_s1-ppocb-fast.yaml", 1, id="ppocb-1"),
 ]
 
 

@@ -1,5 +1,5 @@
-"""Reproduce the R-TD3 comparison of Yin et al. 2023 (Figs. 1, 4): the myopic baselines,
-TD3 (lambda = 0) and R-TD3 on the Adult-fitted replicator population.
+"""Reproduce Yin et al. 2023, Figs. 1, 2 (b) and 4: the myopic baselines, TD3 (lambda = 0),
+R-TD3 and L-UCBFair on the replicator populations (Adult-fitted or ``--env synthetic``).
 
 Every method is evaluated greedily from the 16 initial states ``{0.2, 0.4, 0.6, 0.8}^2``
 over one episode (H = 150): cumulative loss and disparity per episode (Fig. 4), the mean
@@ -47,8 +47,14 @@ METHODS = {
         "rtd3/replicator_adult-rtd3-fast.yaml",
         {"relaxation_sharpness": 20.0},
     ),
+    "lucbfair": ("L-UCBFair (Algorithm 1)", "lucbfair/replicator-lucbfair.yaml", {}),
 }
-LEARNED = ("td3", "rtd3", "rtd3_ref")
+LEARNED = ("td3", "rtd3", "rtd3_ref", "lucbfair")
+#: --env choices: (registered id, env class name in rllib_fair.envs.replicator, horizon)
+ENVS = {
+    "adult": ("fair/ReplicatorAdult-v0", "ReplicatorAdultEnv", 150),
+    "synthetic": ("fair/Replicator-v0", "ReplicatorEnv", 100),
+}
 
 
 def summarise(out: dict) -> dict:
@@ -62,15 +68,19 @@ def summarise(out: dict) -> dict:
     }
 
 
-def run_one(method: str, seed: int, steps: int, task: dict) -> dict:
+def run_one(method: str, seed: int, steps: int, task: dict, env_key: str = "adult") -> dict:
     import torch
 
     torch.set_num_threads(1)
     import rllib_fair  # noqa: F401
     from rllib_fair.algorithms.rtd3.evaluation import GRID_STATES, rllib_greedy_policy, rollouts
-    from rllib_fair.envs.replicator import ReplicatorAdultEnv
+    from rllib_fair.envs import replicator
 
-    env = ReplicatorAdultEnv(**task)
+    env_id, class_name, _ = ENVS[env_key]
+    env_cls = getattr(replicator, class_name)
+    if method == "lucbfair":  # its policy is indexed by the step (Algorithm 1)
+        task = {**task, "include_time": True}
+    env = env_cls(**task)
     t0 = time.time()
     _, example, overrides = METHODS[method]
     if example is None:
@@ -87,6 +97,9 @@ def run_one(method: str, seed: int, steps: int, task: dict) -> dict:
         ((name, spec),) = load_experiments(ROOT / "tuned_examples" / example).items()
         spec = {k: v for k, v in spec.items() if k != "pass_criteria"}
         spec["env_config"] = dict(task)
+        spec["env"] = env_id
+        if method == "lucbfair":
+            overrides = {**overrides, "num_episodes_hint": max(1, steps // task["max_steps"])}
         exp = validate_experiment(
             name, spec, seed=seed, config_overrides={**overrides, "num_env_runners": 0}
         )
@@ -95,7 +108,7 @@ def run_one(method: str, seed: int, steps: int, task: dict) -> dict:
             done = 0
             while done < steps:
                 done = algo.train()["num_env_steps_sampled_lifetime"]
-            out = rollouts(ReplicatorAdultEnv(**task), rllib_greedy_policy(algo), GRID_STATES)
+            out = rollouts(env_cls(**task), rllib_greedy_policy(algo), GRID_STATES)
         finally:
             algo.stop()
     row = {"method": method, "seed": seed, "train_env_steps": int(done)}
@@ -114,10 +127,12 @@ def mean_std(rows: list[dict], method: str, key: str) -> tuple[float, float]:
     return float(v.mean()), float(v.std())
 
 
-def write_table(rows: list[dict], out: Path, command: str, task: dict, name: str) -> str:
+def write_table(
+    rows: list[dict], out: Path, command: str, task: dict, name: str, env_id: str
+) -> str:
     methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
     lines = [
-        "# Yin et al. 2023 (R-TD3, Fig. 1 and 4): reproduction on fair/ReplicatorAdult-v0",
+        f"# Yin et al. 2023 (Figs. 1, 2 (b) and 4): reproduction on {env_id}",
         "",
         f"Command: `{command}`",
         "",
@@ -175,6 +190,20 @@ def write_table(rows: list[dict], out: Path, command: str, task: dict, name: str
             f"{'reproduced' if gb > 0.2 else 'not reproduced'} (final abs(q0 - q1) {gb:.3f}; "
             "spec 003 erratum E5 explains why the reconstructed dynamics cannot show it)."
         )
+    if {"rtd3", "lucbfair"} <= set(methods):
+        a, b = avg(rows, "rtd3", "mean_step_loss"), avg(rows, "lucbfair", "mean_step_loss")
+        ga, gb = avg(rows, "rtd3", "final_q_gap"), avg(rows, "lucbfair", "final_q_gap")
+        qa, qb = avg(rows, "rtd3", "final_q_mean"), avg(rows, "lucbfair", "final_q_mean")
+        both = ga < 0.1 and gb < 0.1 and qa > 0.5 and qb > 0.5
+        claims.append(
+            "Fig. 2 (b), L-UCBFair and R-TD3 both drive the state to equal, high "
+            f"qualification rates: {'reproduced' if both else 'not reproduced'} (final mean "
+            f"q {qb:.3f} / {qa:.3f}, final abs(q0 - q1) {gb:.3f} / {ga:.3f})."
+        )
+        claims.append(
+            "Fig. 2 (b), R-TD3 attains a lower mean episodic loss than L-UCBFair: "
+            f"{'reproduced' if a < b else 'not reproduced'} ({a:.3f} vs {b:.3f})."
+        )
     lines += [f"- {c}" for c in claims]
     lines += ["", f"Trajectories of (q_0, q_1): `{name}.png`; one row per run: `{name}.csv`."]
     text = "\n".join(lines) + "\n"
@@ -209,15 +238,25 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=20000, help="training env steps per run")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    p.add_argument("--env", default="adult", choices=list(ENVS))
     p.add_argument("--loss", default="zero_one")
     p.add_argument("--disparity", default="eop")
+    p.add_argument(
+        "--threshold-range",
+        type=float,
+        nargs=2,
+        default=None,
+        help="Gaussian feature range of the thresholds (synthetic env; default (-4, 4))",
+    )
     p.add_argument("--num-cpus", type=int, default=2)
     p.add_argument("--out", default="docs/results")
     p.add_argument("--name", default="yin2023", help="basename of the .csv, .md and .png")
     args = p.parse_args()
-    task = {"loss": args.loss, "disparity": args.disparity, "max_steps": 150}
+    task = {"loss": args.loss, "disparity": args.disparity, "max_steps": ENVS[args.env][2]}
+    if args.threshold_range is not None:
+        task["threshold_range"] = list(args.threshold_range)
     calls = [
-        (m, s if m in LEARNED else 0, args.steps, task)
+        (m, s if m in LEARNED else 0, args.steps, task, args.env)
         for m in args.methods
         for s in (args.seeds if m in LEARNED else [0])
     ]
@@ -228,7 +267,7 @@ def main() -> None:
     flat = [{k: v for k, v in r.items() if k != "trajectories"} for r in rows]
     write_csv(flat, out / f"{args.name}.csv")
     command = "python scripts/reproduce_yin2023.py " + " ".join(sys.argv[1:])
-    print(write_table(rows, out, command, task, args.name))
+    print(write_table(rows, out, command, task, args.name, ENVS[args.env][0]))
 
 
 if __name__ == "__main__":

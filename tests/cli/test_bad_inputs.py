@@ -20,6 +20,7 @@ import gymnasium as gym
 import pytest
 import yaml
 
+from rllib_fair.algorithms import list_algorithms
 from rllib_fair.cli import main
 from rllib_fair.cli.experiment import ExperimentError, validate_cli_flags
 
@@ -186,7 +187,7 @@ CASES = [
     pytest.param(
         spec(run="rllib_fair.algorithms.ppo.ppo:FairPPO"),
         [],
-        ["run", "'rllib_fair.algorithms.ppo.ppo:FairPPO'", "ELBERTPO, POCAR, PPO, RPPO, SELLF"],
+        ["run", "'rllib_fair.algorithms.ppo.ppo:FairPPO'", ", ".join(list_algorithms())],
         id="run-import-path",
     ),
     pytest.param(spec(run=["PPO"]), [], ["run", "['PPO']", "PPO"], id="run-not-a-string"),

@@ -862,6 +862,9 @@ def _check_metric_key(section: str, key: str, cfgs: list, groups: list[str] | No
     if not tail.startswith("fairness/"):
         return
     parts = tuple(tail.split("/")[1:])
+    if parts[:1] == ("qualification_gain",):
+        _check_qualification_gain_key(section, key, parts[1:], cfgs, groups)
+        return
     for cfg in cfgs:
         notions = cfg.fairness_notions_to_log() if cfg.fairness_metrics else []
         if not notions:
@@ -884,6 +887,52 @@ def _check_metric_key(section: str, key: str, cfgs: list, groups: list[str] | No
                 f"{section}.{key}: not a metric of notion {notion!r}; valid: fairness/{notion}/ "
                 f"followed by one of {_describe_forms(forms, groups)}"
             )
+
+
+#: Keys of the ``fairness/qualification_gain`` block (``callbacks.summarize_qualification``).
+_QG_TERMS = ("c_pi", "dpe", "ipe", "spe")
+_QG_VARIANTS = ("reference", "shadow", "exact")
+
+
+def _check_qualification_gain_key(
+    section: str, key: str, rest: tuple, cfgs: list, groups: list[str] | None
+) -> None:
+    """``fairness/qualification_gain/...`` exists only for envs that emit qualification gains."""
+    for cfg in cfgs:
+        meta = _env_meta_of(cfg)
+        emits = meta is not None and "qual_gain" in _env_extra_info_keys(meta["id"])
+        if not (cfg.fairness_metrics and emits):
+            raise ExperimentError(
+                f"{section}.{key}: no qualification-gain metrics are reported for env "
+                f"{cfg.env!r}; valid: an env that reports qualification gains "
+                "(fair/LendingDrift-v0) with fairness_metrics: true"
+            )
+    forms = [(t,) for t in (*_QG_TERMS, "gain_gap_abs", "num_episodes")]
+    forms += [(v, t) for v in _QG_VARIANTS for t in _QG_TERMS]
+    forms += [("gain", g) for g in (groups or [""])]
+    if not any(
+        len(f) == len(rest) and all(a == b or a == "" for a, b in zip(f, rest)) for f in forms
+    ):
+        shown = ", ".join("/".join(f) if f[-1] else f"{f[0]}/<group>" for f in forms)
+        raise ExperimentError(
+            f"{section}.{key}: not a qualification-gain metric; valid: "
+            f"fairness/qualification_gain/ followed by one of {shown}"
+        )
+
+
+def _env_meta_of(cfg) -> dict | None:
+    from rllib_fair.rllib.config import _env_meta
+
+    return _env_meta(cfg.env)
+
+
+def _env_extra_info_keys(env_id: str) -> tuple[str, ...]:
+    import sys
+
+    from rllib_fair.envs import env_class
+
+    module = sys.modules[env_class(env_id).__module__]  # env_class imported it
+    return tuple(getattr(module, "QUALIFICATION_INFO_KEYS", ()))
 
 
 # ------------------------------------------------------------------ other checks

@@ -190,6 +190,68 @@ def plot_quarters(df: pd.DataFrame, path: Path) -> bool:
     return True
 
 
+def plot_rank_heatmaps(table: pd.DataFrame, path: Path) -> bool:
+    """Figs 4-5 analogue: rank of |Delta SR| and of cumulative profit, setting x strategy."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    panels = [
+        ("rank of |Delta SR| (1 = fairest)", ranks(table, "abs_delta_sr", True)),
+        ("rank of cumulative profit (1 = most)", ranks(table, "cumulative_profit", False)),
+    ]
+    if panels[0][1].empty:
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.35 * len(panels[0][1]) + 2.2))
+    for ax, (title, wide) in zip(axes, panels):
+        values = wide.to_numpy(dtype=float)
+        ax.imshow(values, cmap="viridis_r", aspect="auto")
+        ax.set_xticks(range(wide.shape[1]), list(wide.columns), rotation=30, ha="right")
+        ax.set_yticks(range(wide.shape[0]), list(wide.index), fontsize=7)
+        for i in range(values.shape[0]):
+            for j in range(values.shape[1]):
+                if values[i, j] == values[i, j]:  # not NaN
+                    ax.text(j, i, f"{int(values[i, j])}", ha="center", va="center", fontsize=7)
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def plot_violins(df: pd.DataFrame, path: Path) -> bool:
+    """Figs 11-14 analogue: final-quarter |Delta M| over the single-bias configurations."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    last = df[(df["quarter"] == df["quarter"].max()) & (df["proportion_certain"] == 0.7)]
+    last = last[(last["delta"] == 0.05) & (last["setting"] != "mixed")]
+    names = [s for s in STRATEGIES if s in set(last["strategy"])]
+    if not names:
+        return False
+    metrics = ("delta_sr", "delta_fpr", "delta_fnr", "delta_acc")
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 3.4), squeeze=False)
+    for ax, m in zip(axes[0], metrics):
+        data = [last.loc[last["strategy"] == n, m].abs().dropna().to_numpy() for n in names]
+        keep = [(n, d) for n, d in zip(names, data) if len(d) > 1]
+        if not keep:
+            continue
+        ax.violinplot([d for _, d in keep], showmedians=True)
+        ax.set_xticks(range(1, len(keep) + 1), [n for n, _ in keep], rotation=35, ha="right")
+        ax.set_title(f"final |{m}|", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
 def distribution(df: pd.DataFrame, full_grid: bool) -> pd.DataFrame:
     """Figs 11-14 analogue: final-quarter |dM| quantiles per strategy.
 
@@ -232,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     table = final_table(df)
     table.to_csv(out / "lee2026_final.csv", index=False)
     plotted = plot_quarters(df, out / "lee2026_quarters.png")
+    heat = plot_rank_heatmaps(table, out / "lee2026_ranks.png")
+    violins = plot_violins(df, out / "lee2026_violins.png")
     md = [
         "# Lee et al. (FAccT 2026): sweep results",
         "",
@@ -275,6 +339,10 @@ def main(argv: list[str] | None = None) -> int:
         ]
     if plotted:
         md += ["![per-quarter Delta SR and cumulative profit](lee2026_quarters.png)", ""]
+    if heat:
+        md += ["![rank heatmaps, Figs 4-5 analogue](lee2026_ranks.png)", ""]
+    if violins:
+        md += ["![final |Delta M| per strategy, Figs 11-14 analogue](lee2026_violins.png)", ""]
     (out / "lee2026.md").write_text("\n".join(md))
     print(f"wrote {out / 'lee2026.md'}", file=sys.stderr)
     return 0

@@ -898,10 +898,10 @@ def _check_qualification_gain_key(
     section: str, key: str, rest: tuple, cfgs: list, groups: list[str] | None
 ) -> None:
     """``fairness/qualification_gain/...`` exists only for envs that emit qualification gains."""
+    from rllib_fair.algorithms.ppoc.ppoc import emits_qualification_info
+
     for cfg in cfgs:
-        meta = _env_meta_of(cfg)
-        emits = meta is not None and "qual_gain" in _env_extra_info_keys(meta["id"])
-        if not (cfg.fairness_metrics and emits):
+        if not (cfg.fairness_metrics and emits_qualification_info(cfg.env)):
             raise ExperimentError(
                 f"{section}.{key}: no qualification-gain metrics are reported for env "
                 f"{cfg.env!r}; valid: an env that reports qualification gains "
@@ -918,21 +918,6 @@ def _check_qualification_gain_key(
             f"{section}.{key}: not a qualification-gain metric; valid: "
             f"fairness/qualification_gain/ followed by one of {shown}"
         )
-
-
-def _env_meta_of(cfg) -> dict | None:
-    from rllib_fair.rllib.config import _env_meta
-
-    return _env_meta(cfg.env)
-
-
-def _env_extra_info_keys(env_id: str) -> tuple[str, ...]:
-    import sys
-
-    from rllib_fair.envs import env_class
-
-    module = sys.modules[env_class(env_id).__module__]  # env_class imported it
-    return tuple(getattr(module, "QUALIFICATION_INFO_KEYS", ()))
 
 
 # ------------------------------------------------------------------ other checks

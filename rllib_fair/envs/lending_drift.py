@@ -202,6 +202,9 @@ class LendingDriftEnv(PoolEnv):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
 
     GROUP_NAMES: ClassVar[tuple[str, ...]] = ("advantaged", "disadvantaged")
+    #: Step infos carry the individual, bins and qualification gains
+    #: (:data:`QUALIFICATION_INFO_KEYS`), which PPO-C / F-PPO-L and the metrics need.
+    QUALIFICATION_INFO: ClassVar[bool] = True
     DEFAULT_NOTION: ClassVar[str] = "equal_opportunity"
     DESCRIPTION: ClassVar[str] = (
         "Lear & Zhang 2025 lending with credit drift: 2 x 100 individuals, 14 credit bins, "

@@ -25,7 +25,11 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
 
 from rllib_fair.algorithms.pocar.pocar import POCARConfig
-from rllib_fair.algorithms.ppoc.ppoc import _choice, emits_qualification_info
+from rllib_fair.algorithms.ppoc.ppoc import (
+    _choice,
+    add_qualification_columns,
+    emits_qualification_info,
+)
 from rllib_fair.algorithms.rppo.rppo import _non_negative
 
 W1_FORMS = ("reference", "intended")
@@ -88,14 +92,9 @@ class FPPOLConfig(POCARConfig):
         pipeline = super().build_learner_connector(
             input_observation_space, input_action_space, device=device
         )
-        from rllib_fair.algorithms.ppoc.ppoc_learner import AddQualificationColumns
-        from rllib_fair.rllib.connectors import AddFairnessColumns
-
-        pipeline.insert_after(
-            AddFairnessColumns,
-            AddQualificationColumns(input_observation_space, input_action_space, config=self),
+        return add_qualification_columns(
+            self, pipeline, input_observation_space, input_action_space
         )
-        return pipeline
 
     def validate(self) -> None:
         """POCAR's checks, then F-PPO-L's (one-line messages)."""

@@ -41,18 +41,27 @@ REQUIRED_INFO_KEYS = ("individual", "qual_gain", "qual_gain_ps", "benefit", "cre
 
 
 def emits_qualification_info(env) -> bool:
-    """True for ``fair/LendingDrift-v0`` or an env class declaring ``QUALIFICATION_INFO``."""
+    """True for a registered env id or an env class declaring ``QUALIFICATION_INFO``."""
     if isinstance(env, str):
         env_id = env.split(":", 1)[1] if ":" in env else env
         from rllib_fair.envs import ENV_IDS, env_class
 
-        if env_id in ENV_IDS:
-            cls = env_class(env_id)
-            return bool(getattr(cls, "QUALIFICATION_INFO", False)) or env_id.startswith(
-                "fair/LendingDrift"
-            )
-        return False
+        if env_id not in ENV_IDS:
+            return False
+        env = env_class(env_id)
     return bool(getattr(env, "QUALIFICATION_INFO", False))
+
+
+def add_qualification_columns(config, pipeline, input_observation_space, input_action_space):
+    """Inserts :class:`AddQualificationColumns` right after the fairness columns piece."""
+    from rllib_fair.algorithms.ppoc.ppoc_learner import AddQualificationColumns
+    from rllib_fair.rllib.connectors import AddFairnessColumns
+
+    pipeline.insert_after(
+        AddFairnessColumns,
+        AddQualificationColumns(input_observation_space, input_action_space, config=config),
+    )
+    return pipeline
 
 
 def _choice(key: str, value, choices) -> None:
@@ -164,14 +173,9 @@ class PPOCConfig(FairPPOConfig):
         pipeline = super().build_learner_connector(
             input_observation_space, input_action_space, device=device
         )
-        from rllib_fair.algorithms.ppoc.ppoc_learner import AddQualificationColumns
-        from rllib_fair.rllib.connectors import AddFairnessColumns
-
-        pipeline.insert_after(
-            AddFairnessColumns,
-            AddQualificationColumns(input_observation_space, input_action_space, config=self),
+        return add_qualification_columns(
+            self, pipeline, input_observation_space, input_action_space
         )
-        return pipeline
 
     def validate(self) -> None:
         """PPO's and the fairness checks, then PPO-C's (one-line messages)."""

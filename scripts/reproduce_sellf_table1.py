@@ -6,10 +6,17 @@ the other notions).
 
 Protocol (paper Sec. 5 and App. E): each method trains with its tuned example's settings
 (``tuned_examples/<algo>/<env>-<method>.yaml``) for ``--steps`` env steps (the paper:
-500,000), then the trained policy is deployed greedily for 10,000 steps on 10 seeds
-(:func:`rllib_fair.cli.deploy.deploy_algorithm`, the code behind ``rllib-fair evaluate``);
-the table reports mean +- std over the deployment seeds. Runs execute as Ray tasks, one
-CPU each. Outputs, under ``--out``:
+500,000), then the trained policy is deployed for 10,000 steps on 10 seeds
+(:func:`rllib_fair.cli.deploy.deploy_algorithm`, the code behind ``rllib-fair evaluate``)
+with actions *sampled* from the policy, as the reference does (``main.py`` deploys with
+``Agent.get_action``, which samples); ``--greedy`` deploys the most likely action
+instead. The table reports mean +- std over the deployment seeds. Runs execute as Ray
+tasks, one CPU each.
+
+``--paper-settings`` applies the reference's PPO settings (:data:`PAPER_PPO`: lr 1e-5,
+2,048/64/10, gamma 1, and its orthogonal initialisation, ``weight_init: orthogonal``)
+over every tuned example, plus the reference's per-method settings
+(:data:`PAPER_METHOD`: SELLF's min-max advantage form). Outputs, under ``--out``:
 
 * ``<name>.csv``  one row per (cell, method, training seed);
 * ``<name>.md``   mean +- std next to the paper's values (``--name``, default
@@ -123,7 +130,15 @@ PAPER_PPO = {
     "vf_loss_coeff": 0.5,
     "grad_clip": 0.5,
     "use_kl_loss": False,
+    # fairrl/agents/policy.py layer_init: orthogonal, gain sqrt(2); actor output 0.01,
+    # critic output 1 (the initial policy is uniform); sellf_reference_gap.md item 3
+    "weight_init": "orthogonal",
 }
+# The reference's per-method settings on top of PAPER_PPO. SELLF: min-max normalised A
+# and min(0, omega/2 - Delta~) per minibatch (fairrl/agents/sellf.py:242-265), the
+# form in which beta_1 carries a per-action signal (sellf_reference_gap.md exp. D).
+# POCAR's defaults (minmax, post) already are the reference's.
+PAPER_METHOD = {"sellf": {"advantage_normalization": "minmax"}}
 
 
 def yaml_path(method: str, env_key: str) -> Path:
@@ -139,6 +154,7 @@ def run_one(
     seeds: int,
     paper_settings: bool,
     window: int,
+    explore: bool = True,
 ):
     import torch
 
@@ -151,7 +167,7 @@ def run_one(
     # the tuned example's pass criteria name its own notion (Table 1's); a Table 2 cell
     # uses another, and a reproduction run judges nothing, so they are dropped
     spec = {k: v for k, v in spec.items() if k != "pass_criteria"}
-    overrides = dict(PAPER_PPO) if paper_settings else {}
+    overrides = {**PAPER_PPO, **PAPER_METHOD.get(method, {})} if paper_settings else {}
     overrides["fairness_notion"] = notion  # the tuned examples' notion is Table 1's
     exp = validate_experiment(name, spec, seed=seed, config_overrides=overrides)
     algo = exp.config.build_algo()
@@ -165,7 +181,9 @@ def run_one(
         train_seconds = time.time() - t0
         sel = result.get("fairness", {}).get(notion, {}).get("selective", {})
         observable = {k: sel.get(k) for k in ("accepted_disparity_mean", "imputed_disparity_mean")}
-        _, summary = deploy_algorithm(algo, steps=deploy_steps, seeds=seeds, window=window)
+        _, summary = deploy_algorithm(
+            algo, steps=deploy_steps, seeds=seeds, window=window, explore=explore
+        )
     finally:
         algo.stop()
     return {
@@ -175,6 +193,9 @@ def run_one(
         "method": method,
         "seed": seed,
         "settings": "paper" if paper_settings else "tuned example",
+        "weight_init": exp.config.weight_init,
+        "advantage_normalization": getattr(exp.config, "advantage_normalization", ""),
+        "actions": summary["actions"],
         "train_env_steps": int(done),
         "train_seconds": round(train_seconds, 1),
         "deploy_steps": deploy_steps,
@@ -197,8 +218,12 @@ def write_table(rows: list[dict], path: Path, command: str) -> None:
         "",
         f"Regenerate: `{command}`",
         "",
-        f"Settings: {rows[0]['settings']}. Each method trains once per training seed, then",
-        f"its greedy policy is deployed for {rows[0]['deploy_steps']:,} steps on "
+        f"Settings: {rows[0]['settings']} (initialisation: {rows[0]['weight_init']}; SELLF's "
+        "advantage form: "
+        f"{next((r['advantage_normalization'] for r in rows if r['method'] == 'sellf'), '-')}"
+        "). Each method trains once per training seed, then",
+        f"its policy is deployed ({rows[0]['actions']} actions) for "
+        f"{rows[0]['deploy_steps']:,} steps on "
         f"{rows[0]['deploy_seeds']} seeds (an episode ends early on bankruptcy: see",
         "`deployed steps`). Disparity: the true disparity (all labels) over the last",
         "`window` decisions, averaged over time; reward: cumulative reward of the",
@@ -251,6 +276,11 @@ def main() -> None:
         action="store_true",
         help="the reference's PPO settings (lr 1e-5, 2048/64/10, gamma 1) over the examples",
     )
+    p.add_argument(
+        "--greedy",
+        action="store_true",
+        help="deploy the most likely action (default: sampled, as the reference's main.py)",
+    )
     p.add_argument("--num-cpus", type=int, default=2)
     p.add_argument("--out", default="docs/results")
     args = p.parse_args()
@@ -266,6 +296,7 @@ def main() -> None:
             args.deploy_seeds,
             args.paper_settings,
             args.window,
+            not args.greedy,
         )
         for c in args.cells
         for m in args.methods

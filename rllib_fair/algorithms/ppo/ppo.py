@@ -3,18 +3,31 @@
 The policy is trained on the environment reward only ("greedy" PPO in Yu et al. 2022
 and Xu et al. 2024). What it adds over ``ray.rllib.algorithms.ppo.PPO``: the typed
 ``fairness(...)`` settings, the fairness metrics callback and the fairness train-batch
-columns, all from :class:`~rllib_fair.rllib.config.FairnessConfigMixin`.
+columns, all from :class:`~rllib_fair.rllib.config.FairnessConfigMixin`; and
+``weight_init``, the networks' initialisation (RLlib's, or the papers' orthogonal
+scheme: :mod:`rllib_fair.algorithms.ppo.module`), which every PPO-family algorithm
+(their configs subclass :class:`FairPPOConfig`) inherits.
 """
 
 from __future__ import annotations
 
+from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO, PPOConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
+from rllib_fair.algorithms.ppo.module import WEIGHT_INITS, FairPPOTorchRLModule
 from rllib_fair.rllib.config import FairnessConfigMixin
 
 
 class FairPPOConfig(FairnessConfigMixin, PPOConfig):
     """PPOConfig with the shared fairness settings (see ``FairnessConfigMixin``).
+
+    Attributes:
+        weight_init: ``"rllib"`` (default: RLlib's initialisation) or ``"orthogonal"``
+            (the papers' reference code: orthogonal weights with gain sqrt(2), policy
+            output gain 0.01 so the initial policy is uniform, value output gain 1, zero
+            biases). Set it with ``.training(weight_init=...)`` or ``weight_init:`` in a
+            YAML ``config``.
 
     Example:
         >>> from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
@@ -27,6 +40,37 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or FairPPO)
+        self.weight_init: str = "rllib"
+
+    def training(self, *, weight_init=NotProvided, **kwargs):
+        """PPO's ``training()`` plus ``weight_init`` (see the class attributes)."""
+        super().training(**kwargs)
+        if weight_init is not NotProvided:
+            self.weight_init = weight_init
+        return self
+
+    @property
+    def _model_config_auto_includes(self):
+        return super()._model_config_auto_includes | {"weight_init": self.weight_init}
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """PPO's module spec with :class:`FairPPOTorchRLModule`.
+
+        That is RLlib's default module plus ``weight_init``; subclasses with their own
+        module (SELLF, ELBERT-PO) subclass it.
+        """
+        spec = super().get_default_rl_module_spec()
+        spec.module_class = FairPPOTorchRLModule
+        return spec
+
+    def validate(self) -> None:
+        """PPO's and the fairness checks, then ``weight_init``."""
+        super().validate()
+        if self.weight_init not in WEIGHT_INITS:
+            raise ValueError(
+                f"weight_init: {self.weight_init!r} is invalid; valid choices: "
+                f"{', '.join(WEIGHT_INITS)}"
+            )
 
 
 class FairPPO(PPO):

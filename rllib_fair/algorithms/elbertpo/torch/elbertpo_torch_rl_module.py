@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
 from ray.rllib.core.columns import Columns
 from torch import nn
+
+from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule
 
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "swish": nn.SiLU, "silu": nn.SiLU}
 
 
-class ELBERTPOTorchRLModule(DefaultPPOTorchRLModule):
-    """DefaultPPOTorchRLModule with ``fair_vf``: obs -> 2 K M supply/demand values.
+class ELBERTPOTorchRLModule(FairPPOTorchRLModule):
+    """The PPO family's module with ``fair_vf``: obs -> 2 K M supply/demand values.
 
     The reference builds 2 M separate critic MLPs; here one MLP with the critic's hidden
     sizes outputs all streams (the streams share features, the cost is one extra critic
     forward pass). It exists on the learner only (``get_non_inference_attributes``), so
-    env runners and weight sync are unchanged.
+    env runners and weight sync are unchanged. Under ``weight_init: orthogonal`` its
+    output layer gets the value function's gain 1.
     """
 
-    def setup(self):
-        """Builds PPO's networks, then (learner only) the supply/demand critic."""
-        super().setup()
+    OUTPUT_GAINS = {**FairPPOTorchRLModule.OUTPUT_GAINS, "fair_vf": 1.0}
+
+    def setup_extra(self) -> None:
+        """(Learner only) builds the supply/demand critic; PPO's networks exist already."""
         if self.inference_only:
             return
         n_out = int(self.model_config["fair_value_streams"])

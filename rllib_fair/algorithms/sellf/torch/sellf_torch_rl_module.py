@@ -4,26 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
 from ray.rllib.core.columns import Columns
 from torch import nn
 
+from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule
 from rllib_fair.rllib import keys
 from rllib_fair.rllib.distributed import exclude_from_ddp
 
 
-class SELLFTorchRLModule(DefaultPPOTorchRLModule):
-    """DefaultPPOTorchRLModule with ``predictor``: obs -> logit of P(Y = 1 | x, z).
+class SELLFTorchRLModule(FairPPOTorchRLModule):
+    """The PPO family's module with ``predictor``: obs -> logit of P(Y = 1 | x, z).
 
     The predictor is part of the inference module (env runners need it to impute the
     labels of rejected individuals): every forward pass adds
     :data:`rllib_fair.rllib.keys.LABEL_PREDICTION`, which RLlib stores per step in the
-    episode. With ``predictor_hiddens: []`` it is the paper's logistic model (App. E).
+    episode. With ``predictor_hiddens: []`` it is the paper's logistic model (App. E);
+    under ``weight_init: orthogonal`` its output layer gets the reference's gain 0.01.
     """
 
-    def setup(self):
-        """Builds PPO's networks and the predictor."""
-        super().setup()
+    OUTPUT_GAINS = {**FairPPOTorchRLModule.OUTPUT_GAINS, "predictor": 0.01}
+
+    def setup_extra(self) -> None:
+        """Builds the predictor (PPO's networks exist already)."""
         width = int(np.prod(self.observation_space.shape))
         layers: list[nn.Module] = []
         for h in self.model_config.get("predictor_hiddens", []):

@@ -35,6 +35,7 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
 from _tasks import run_as_tasks, write_csv
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -155,6 +156,7 @@ def run_one(
     paper_settings: bool,
     window: int,
     explore: bool = True,
+    extra: dict | None = None,
 ):
     import torch
 
@@ -168,6 +170,7 @@ def run_one(
     # uses another, and a reproduction run judges nothing, so they are dropped
     spec = {k: v for k, v in spec.items() if k != "pass_criteria"}
     overrides = {**PAPER_PPO, **PAPER_METHOD.get(method, {})} if paper_settings else {}
+    overrides.update(extra or {})
     overrides["fairness_notion"] = notion  # the tuned examples' notion is Table 1's
     exp = validate_experiment(name, spec, seed=seed, config_overrides=overrides)
     algo = exp.config.build_algo()
@@ -196,6 +199,7 @@ def run_one(
         "weight_init": exp.config.weight_init,
         "advantage_normalization": getattr(exp.config, "advantage_normalization", ""),
         "actions": summary["actions"],
+        "overrides": " ".join(f"{k}={v}" for k, v in (extra or {}).items()),
         "train_env_steps": int(done),
         "train_seconds": round(train_seconds, 1),
         "deploy_steps": deploy_steps,
@@ -241,7 +245,8 @@ def write_table(rows: list[dict], path: Path, command: str) -> None:
             for r in [r for r in rows if r["cell"] == cell and r["method"] == method]:
                 pd, pr = paper[method]
                 lines.append(
-                    f"| {env_key} ({notion}) | {label} (seed {r['seed']}) | "
+                    f"| {env_key} ({notion}) | {label} (seed {r['seed']}"
+                    f"{', ' + r['overrides'] if r.get('overrides') else ''}) | "
                     f"{r['train_env_steps']:,} | "
                     f"{r['disparity_mean']:.3f} +- {r['disparity_std']:.3f} | {pd} | "
                     f"{r['reward_mean']:.1f} +- {r['reward_std']:.1f} | {pr} | {pr - 1000:.1f} | "
@@ -281,9 +286,22 @@ def main() -> None:
         action="store_true",
         help="deploy the most likely action (default: sampled, as the reference's main.py)",
     )
+    p.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config overrides for every run, YAML values (e.g. beta_1=0 for an ablation)",
+    )
     p.add_argument("--num-cpus", type=int, default=2)
     p.add_argument("--out", default="docs/results")
     args = p.parse_args()
+    extra = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            p.error(f"--set: {item!r} is invalid; valid: KEY=VALUE")
+        extra[key] = yaml.safe_load(value)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     calls = [
@@ -297,6 +315,7 @@ def main() -> None:
             args.paper_settings,
             args.window,
             not args.greedy,
+            extra,
         )
         for c in args.cells
         for m in args.methods

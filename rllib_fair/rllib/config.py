@@ -78,6 +78,8 @@ class FairnessConfigMixin:
         self.fairness_smoothing: float = 0.0
         self.fairness_metrics: bool = True
         self.fairness_columns: bool = True
+        # RLlib's per-connector timers on the sampling path (rllib_fair.rllib.lean)
+        self.connector_metrics: bool = False
         self._user_callbacks: list = []
         self._sync_callbacks()
 
@@ -116,6 +118,21 @@ class FairnessConfigMixin:
             self._sync_callbacks()
         if columns is not NotProvided:
             self.fairness_columns = columns
+        return self
+
+    def reporting(self, *, connector_metrics: bool = NotProvided, **kwargs):
+        """RLlib's ``reporting()`` plus ``connector_metrics``.
+
+        ``connector_metrics=True`` keeps RLlib's per-connector-piece timers on the
+        env runners' sampling path (about 15 timer records per env step); the default
+        False runs the same pieces without them (:mod:`rllib_fair.rllib.lean`).
+
+        Returns:
+            This updated config.
+        """
+        super().reporting(**kwargs)
+        if connector_metrics is not NotProvided:
+            self.connector_metrics = connector_metrics
         return self
 
     def callbacks(self, callbacks_class=NotProvided, **kwargs):
@@ -252,6 +269,32 @@ class FairnessConfigMixin:
             )
 
     # ------------------------------------------------------------------ connectors
+    def build_env_to_module_connector(self, *args, **kwargs):
+        """RLlib's env-to-module pipeline.
+
+        Without per-piece timers unless ``connector_metrics`` (see
+        :mod:`rllib_fair.rllib.lean`).
+        """
+        pipeline = super().build_env_to_module_connector(*args, **kwargs)
+        if self.connector_metrics:
+            return pipeline
+        from rllib_fair.rllib.lean import make_lean
+
+        return make_lean(pipeline)
+
+    def build_module_to_env_connector(self, *args, **kwargs):
+        """RLlib's module-to-env pipeline.
+
+        Without per-piece timers unless ``connector_metrics`` (see
+        :mod:`rllib_fair.rllib.lean`).
+        """
+        pipeline = super().build_module_to_env_connector(*args, **kwargs)
+        if self.connector_metrics:
+            return pipeline
+        from rllib_fair.rllib.lean import make_lean
+
+        return make_lean(pipeline)
+
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
         """RLlib's learner pipeline with :class:`AddFairnessColumns` as first custom piece."""
         pipeline = super().build_learner_connector(

@@ -25,6 +25,8 @@ import torch
 from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
 from torch import nn
 
+from rllib_fair.rllib.lean import CachedTrainModeMixin
+
 #: Valid values of ``weight_init``.
 WEIGHT_INITS = ("rllib", "orthogonal")
 #: Gain of every hidden layer under ``"orthogonal"`` (the reference's ``np.sqrt(2)``).
@@ -63,8 +65,12 @@ def apply_weight_init(module: nn.Module, scheme: str, output_gains: dict[str, fl
                     layer.bias.zero_()
 
 
-class FairPPOTorchRLModule(DefaultPPOTorchRLModule):
+class FairPPOTorchRLModule(CachedTrainModeMixin, DefaultPPOTorchRLModule):
     """RLlib's default PPO module; applies ``model_config["weight_init"]`` after setup.
+
+    Its ``train``/``eval`` return at once when the mode is already set
+    (:class:`~rllib_fair.rllib.lean.CachedTrainModeMixin`: RLlib toggles the mode on
+    every sampled step and every minibatch).
 
     Subclasses add their own networks in :meth:`setup_extra` (called before the
     initialisation, so those networks are re-initialised too) and name their output
@@ -79,6 +85,11 @@ class FairPPOTorchRLModule(DefaultPPOTorchRLModule):
         super().setup()
         self.setup_extra()
         apply_weight_init(self, self.model_config.get("weight_init", "rllib"), self.OUTPUT_GAINS)
+        if self.inference_only:
+            # An env runner's copy only ever runs forward_exploration/_inference, which
+            # switch to eval mode and back to train mode on every step unless it starts
+            # in eval mode (the MLP has no dropout or batch norm: outputs are equal).
+            self.eval()
 
     def setup_extra(self) -> None:
         """Hook for subclasses' extra networks; the base module has none."""

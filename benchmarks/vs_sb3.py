@@ -1,0 +1,219 @@
+"""Env steps per second: Stable-Baselines3 PPO vs this package's PPO family, side by side.
+
+The papers (SELLF, POCAR, ELBERT-PO, PPO-C) train PPO with Stable-Baselines3: one
+environment, 2,048-step rollouts, minibatch 64, 10 epochs, a ``[64, 64]`` tanh network.
+This benchmark runs SB3's PPO and this package's PPO, POCAR, ELBERT-PO and SELLF at those
+settings on the same environment, in one process with one torch thread (RLlib:
+``num_env_runners=0``, ``num_learners=0``, so sampling and learning both run in the
+driver, as SB3's do), alternating round by round so that machine noise hits every row
+alike. Build time is excluded; every run first trains one warm-up iteration.
+
+It prints env steps/s of whole training iterations (sampling + learning) per row, the
+ratio to SB3, and for our rows RLlib's own per-iteration breakdown (sampling, learner
+update, weight sync, in seconds per 2,048 steps, from the result's ``timers``).
+
+``--rllib-default`` adds a row for our PPO with RLlib's own sampling pipeline
+(``.reporting(connector_metrics=True)``: the per-connector timers on every step, see
+:mod:`rllib_fair.rllib.lean`), i.e. the path before this package's speed-ups.
+
+Usage::
+
+    pip install -e .[bench]     # stable-baselines3 (a benchmark extra only)
+    OMP_NUM_THREADS=1 RAY_AUTH_MODE=disabled python benchmarks/vs_sb3.py \\
+        --env fair/Lending-v0 --iters 3 --rounds 2 [--rllib-default] [--profile NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+try:
+    import rllib_fair  # noqa: F401, E402
+except ModuleNotFoundError:  # a checkout without `pip install -e .`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import rllib_fair  # noqa: F401, E402
+
+ROWS = ["SB3 PPO", "PPO", "POCAR", "ELBERTPO", "SELLF"]
+BREAKDOWN = {
+    "sampling": "env_runner_sampling_timer",
+    "learner": "learner_update_timer",
+    "sync": "synch_weights",
+}
+
+
+def sb3_rate(args) -> float:
+    """Env steps/s of SB3's PPO over ``args.iters`` rollouts (after one warm-up)."""
+    import gymnasium as gym
+    from stable_baselines3 import PPO as SB3PPO
+
+    env = gym.make(args.env)
+    model = SB3PPO(
+        "MlpPolicy",
+        env,
+        learning_rate=args.lr,
+        n_steps=args.batch,
+        batch_size=args.minibatch,
+        n_epochs=args.epochs,
+        gamma=0.99,
+        gae_lambda=0.95,
+        clip_range=0.2,
+        ent_coef=0.0,
+        vf_coef=0.5,
+        max_grad_norm=0.5,
+        policy_kwargs={"net_arch": list(args.net), "activation_fn": torch.nn.Tanh},
+        seed=args.seed,
+        device="cpu",
+        verbose=0,
+    )
+    model.learn(total_timesteps=args.batch)  # warm-up
+    start = time.perf_counter()
+    model.learn(total_timesteps=args.iters * args.batch, reset_num_timesteps=False)
+    return args.iters * args.batch / (time.perf_counter() - start)
+
+
+def rllib_config(name: str, args, connector_metrics: bool = False):
+    """This package's ``name`` at the papers' PPO settings, everything in the driver."""
+    from rllib_fair.algorithms import get_config_class
+
+    return (
+        get_config_class(name)()
+        .environment(args.env)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=1)
+        .learners(num_learners=0)
+        .training(
+            lr=args.lr,
+            train_batch_size_per_learner=args.batch,
+            minibatch_size=args.minibatch,
+            num_epochs=args.epochs,
+            gamma=0.99,
+            lambda_=0.95,
+            clip_param=0.2,
+            entropy_coeff=0.0,
+            vf_loss_coeff=0.5,
+            grad_clip=0.5,
+            use_kl_loss=False,
+        )
+        .rl_module(model_config={"fcnet_hiddens": list(args.net), "fcnet_activation": "tanh"})
+        .reporting(
+            min_time_s_per_iteration=0,
+            min_sample_timesteps_per_iteration=0,
+            connector_metrics=connector_metrics,
+        )
+        .debugging(seed=args.seed)
+    )
+
+
+def rllib_rate(name: str, args, connector_metrics: bool = False, profile: str | None = None):
+    """(env steps/s, {phase: seconds per iteration}) of ``args.iters`` iterations."""
+    algo = rllib_config(name, args, connector_metrics).build_algo()
+    try:
+        algo.train()  # warm-up
+        prof = None
+        if profile:
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
+        start = time.perf_counter()
+        phases = {k: 0.0 for k in BREAKDOWN}
+        steps = 0
+        for _ in range(args.iters):
+            before = algo.metrics.peek(("env_runners", "num_env_steps_sampled_lifetime"), default=0)
+            result = algo.train()
+            steps += result["num_env_steps_sampled_lifetime"] - before
+            for phase, key in BREAKDOWN.items():
+                phases[phase] += float(result.get("timers", {}).get(key, 0.0))
+        rate = steps / (time.perf_counter() - start)
+        if prof is not None:
+            prof.disable()
+            prof.dump_stats(profile)
+        return rate, {k: v / args.iters for k, v in phases.items()}
+    finally:
+        algo.stop()
+
+
+def main() -> None:
+    """Parses the arguments, runs the alternating rounds and prints the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default="fair/Lending-v0")
+    parser.add_argument("--iters", type=int, default=3, help="timed iterations per run")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rows", nargs="+", default=ROWS, choices=ROWS)
+    parser.add_argument("--rllib-default", action="store_true")
+    parser.add_argument("--batch", type=int, default=2048)
+    parser.add_argument("--minibatch", type=int, default=64)
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--net", default="64,64")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", default=None, metavar="ROW", help="cProfile one row")
+    args = parser.parse_args()
+    args.net = [int(h) for h in args.net.split(",") if h]
+
+    import ray
+
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="ERROR",
+    )
+    rows = list(args.rows) + (["PPO, RLlib pipeline"] if args.rllib_default else [])
+    rates: dict[str, list[float]] = {r: [] for r in rows}
+    phases: dict[str, list[dict]] = {r: [] for r in rows}
+    for rnd in range(args.rounds):
+        for row in rows:
+            if row == "SB3 PPO":
+                rates[row].append(sb3_rate(args))
+                continue
+            name, default = ("PPO", True) if row == "PPO, RLlib pipeline" else (row, False)
+            rate, ph = rllib_rate(name, args, connector_metrics=default)
+            rates[row].append(rate)
+            phases[row].append(ph)
+        print(
+            f"round {rnd}: " + ", ".join(f"{r} {v[-1]:.0f}" for r, v in rates.items()),
+            flush=True,
+        )
+    if args.profile:
+        name = "PPO" if args.profile == "PPO, RLlib pipeline" else args.profile
+        out = f"vs_sb3_{name.lower()}.prof"
+        rllib_rate(name, args, connector_metrics=args.profile != name, profile=out)
+        print(f"cProfile: {out}")
+    base = statistics.median(rates["SB3 PPO"]) if rates.get("SB3 PPO") else None
+    print(
+        f"\nenv={args.env} batch={args.batch} minibatch={args.minibatch} epochs={args.epochs} "
+        f"net={args.net} tanh, 1 env, 1 torch thread; median of {args.rounds} rounds x "
+        f"{args.iters} iterations"
+    )
+    print(
+        f"{'row':<22}{'env steps/s':>12}{'vs SB3':>8}{'vs PPO':>8}"
+        f"{'sample s':>10}{'learn s':>9}{'sync s':>8}"
+    )
+    ppo = statistics.median(rates["PPO"]) if rates.get("PPO") else None
+    for row in rows:
+        med = statistics.median(rates[row])
+        vs_sb3 = f"{med / base:.2f}" if base else "-"
+        vs_ppo = f"{med / ppo:.2f}" if ppo and row != "SB3 PPO" else "-"
+        line = f"{row:<22}{med:>12.0f}{vs_sb3:>8}{vs_ppo:>8}"
+        if phases[row]:
+            for key, width in zip(BREAKDOWN, (10, 9, 8), strict=True):
+                line += f"{statistics.median(p[key] for p in phases[row]):>{width}.3f}"
+        print(line)
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -20,7 +20,10 @@ over every tuned example, plus the reference's per-method settings
 
 * ``<name>.csv``  one row per (cell, method, training seed);
 * ``<name>.md``   mean +- std next to the paper's values (``--name``, default
-  ``sellf_table1``).
+  ``sellf_table1``);
+* ``<name>_series.csv`` / ``.png``  the true disparity over deployment time (mean over
+  the deployment seeds, every 50 steps), per cell, method and training seed, as the
+  paper's figure.
 
 Usage::
 
@@ -35,6 +38,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import yaml
 from _tasks import run_as_tasks, write_csv
 
@@ -184,8 +188,8 @@ def run_one(
         train_seconds = time.time() - t0
         sel = result.get("fairness", {}).get(notion, {}).get("selective", {})
         observable = {k: sel.get(k) for k in ("accepted_disparity_mean", "imputed_disparity_mean")}
-        _, summary = deploy_algorithm(
-            algo, steps=deploy_steps, seeds=seeds, window=window, explore=explore
+        runs, summary = deploy_algorithm(
+            algo, steps=deploy_steps, seeds=seeds, window=window, explore=explore, series=True
         )
     finally:
         algo.stop()
@@ -213,7 +217,55 @@ def run_one(
         "window": summary["window"],
         "train_accepted_disparity": observable.get("accepted_disparity_mean"),
         "train_imputed_disparity": observable.get("imputed_disparity_mean"),
+        # popped by main() into <name>_series.csv: mean |Delta_t| over the deployments
+        "series": _mean_series(runs, SERIES_EVERY),
     }
+
+
+#: Steps between two points of the disparity-over-time curves.
+SERIES_EVERY = 50
+
+
+def _mean_series(runs, every: int) -> list[float]:
+    """Mean over deployments of |Delta_t| at every ``every``-th step (NaN past an end)."""
+    length = max(len(r.disparity_series) for r in runs)
+    grid = np.full((len(runs), length), np.nan)
+    for i, r in enumerate(runs):
+        grid[i, : len(r.disparity_series)] = r.disparity_series
+    with np.errstate(invalid="ignore"):
+        return [float(v) for v in np.nanmean(grid[:, every - 1 :: every], axis=0)]
+
+
+def write_series(rows: list[dict], out: Path, name: str) -> None:
+    """``<name>_series.csv`` and ``<name>_series.png``: disparity over deployment time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines = ["cell,method,seed,step,disparity"]
+    cells = sorted({r["cell"] for r in rows})
+    fig, axes = plt.subplots(1, len(cells), figsize=(5.5 * len(cells), 3.8), squeeze=False)
+    for ax, cell in zip(axes[0], cells, strict=True):
+        for r in [r for r in rows if r["cell"] == cell]:
+            steps = SERIES_EVERY * np.arange(1, len(r["series"]) + 1)
+            lines += [
+                f"{cell},{r['method']},{r['seed']},{t},{v:.6f}"
+                for t, v in zip(steps, r["series"], strict=True)
+            ]
+            label = f"{METHODS[r['method']][0]} (seed {r['seed']})"
+            ax.plot(steps, r["series"], label=label, lw=1.2)
+        env_key, notion, _ = CELLS[cell]
+        ax.set(
+            title=f"{env_key} ({notion})",
+            xlabel="deployment step",
+            ylabel="true disparity |Delta_t| (mean over deployments)",
+        )
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / f"{name}_series.png", dpi=120)
+    plt.close(fig)
+    (out / f"{name}_series.csv").write_text("\n".join(lines) + "\n")
 
 
 def write_table(rows: list[dict], path: Path, command: str) -> None:
@@ -322,6 +374,9 @@ def main() -> None:
         for s in args.seeds
     ]
     rows = run_as_tasks(run_one, calls, args.num_cpus)
+    write_series(rows, out, args.name)
+    for r in rows:
+        r.pop("series")
     write_csv(rows, out / f"{args.name}.csv")
     command = "python scripts/reproduce_sellf_table1.py " + " ".join(sys.argv[1:])
     write_table(rows, out / f"{args.name}.md", command.strip())

@@ -45,6 +45,8 @@ class DeployResult:
     cumulative_reward: float
     mean_disparity: float
     final_gap: float
+    #: |Delta_t| per step (only with ``deploy_algorithm(..., series=True)``)
+    disparity_series: np.ndarray | None = None
 
 
 def find_checkpoint(path: str | Path) -> Path:
@@ -117,8 +119,13 @@ def deploy_algorithm(
     window: int | None = None,
     notion: str | None = None,
     explore: bool = False,
+    series: bool = False,
 ) -> tuple[list[DeployResult], dict]:
-    """Deploys a built (trained or restored) algorithm's policy; see :func:`deploy`."""
+    """Deploys a built (trained or restored) algorithm's policy; see :func:`deploy`.
+
+    With ``series`` every :class:`DeployResult` also carries the per-step disparity
+    (the curve the SELLF paper plots over deployment time).
+    """
     cfg = algo.config
     notion = notion or cfg.resolved_fairness_notion()
     check_notion(cfg.env, notion)
@@ -148,7 +155,16 @@ def deploy_algorithm(
             ledger.update(info["fairness"])
             gaps.append(disparity.update(info["fairness"]))
         total = float(np.sum(episode.get_rewards()))
-        runs.append(DeployResult(seed, len(episode), total, float(np.mean(gaps)), ledger.bias()))
+        runs.append(
+            DeployResult(
+                seed,
+                len(episode),
+                total,
+                float(np.mean(gaps)),
+                ledger.bias(),
+                np.asarray(gaps, dtype=np.float64) if series else None,
+            )
+        )
     summary = {}
     for key in ("cumulative_reward", "mean_disparity", "final_gap", "steps"):
         values = np.array([getattr(r, key) for r in runs], dtype=np.float64)

@@ -247,7 +247,7 @@ def write_series(rows: list[dict], out: Path, name: str) -> None:
     cells = sorted({r["cell"] for r in rows})
     fig, axes = plt.subplots(1, len(cells), figsize=(5.5 * len(cells), 3.8), squeeze=False)
     for ax, cell in zip(axes[0], cells, strict=True):
-        for r in [r for r in rows if r["cell"] == cell]:
+        for r in [r for r in rows if r["cell"] == cell and r.get("series")]:
             steps = SERIES_EVERY * np.arange(1, len(r["series"]) + 1)
             lines += [
                 f"{cell},{r['method']},{r['seed']},{t},{v:.6f}"
@@ -304,7 +304,63 @@ def write_table(rows: list[dict], path: Path, command: str) -> None:
                     f"{r['reward_mean']:.1f} +- {r['reward_std']:.1f} | {pr} | {pr - 1000:.1f} | "
                     f"{r['deploy_len_mean']:,.0f} | {r['window']} |"
                 )
+    base = [r for r in rows if not r.get("overrides")]
+    if len({r["seed"] for r in base}) > 1:
+        lines += [
+            "",
+            "## Over training seeds",
+            "",
+            "Mean +- std (ddof 0) over the training seeds of each method's per-seed mean "
+            "(rows with overrides left out).",
+            "",
+            "| env (notion) | method | seeds | disparity (ours) | disparity (paper) "
+            "| reward (ours) | paper - 1000 |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for cell, (env_key, notion, paper) in CELLS.items():
+            for method, (label, _) in METHODS.items():
+                sel = [r for r in base if r["cell"] == cell and r["method"] == method]
+                if not sel:
+                    continue
+                d = np.array([r["disparity_mean"] for r in sel])
+                w = np.array([r["reward_mean"] for r in sel])
+                pd, pr = paper[method]
+                lines.append(
+                    f"| {env_key} ({notion}) | {label} | "
+                    f"{', '.join(str(r['seed']) for r in sel)} | "
+                    f"{d.mean():.3f} +- {d.std():.3f} | {pd} | {w.mean():.1f} +- {w.std():.1f} "
+                    f"| {pr - 1000:.1f} |"
+                )
     path.write_text("\n".join(lines) + "\n")
+
+
+def read_rows(paths: list[Path]) -> list[dict]:
+    """Rows of earlier runs' CSVs (numbers parsed), with their ``_series.csv`` curves."""
+    import csv
+
+    rows = []
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                for k, v in r.items():
+                    try:
+                        r[k] = int(v) if v.lstrip("-").isdigit() else float(v)
+                    except ValueError:
+                        pass
+                r.setdefault("overrides", "")
+                rows.append(r)
+        series = path.with_name(path.stem + "_series.csv")
+        if series.exists():
+            curves: dict[tuple, list[float]] = {}
+            with open(series, newline="") as f:
+                for c in csv.DictReader(f):
+                    key = (c["cell"], c["method"], int(c["seed"]))
+                    curves.setdefault(key, []).append(float(c["disparity"]))
+            for r in rows:
+                key = (r["cell"], r["method"], int(r["seed"]))
+                if key in curves and not r.get("overrides"):
+                    r["series"] = curves[key]
+    return rows
 
 
 def main() -> None:
@@ -347,6 +403,14 @@ def main() -> None:
     )
     p.add_argument("--num-cpus", type=int, default=2)
     p.add_argument("--out", default="docs/results")
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="CSV",
+        help="train nothing: merge earlier runs' CSVs (and their _series.csv) into --name",
+    )
     args = p.parse_args()
     extra = {}
     for item in args.set:
@@ -356,6 +420,15 @@ def main() -> None:
         extra[key] = yaml.safe_load(value)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    command = "python scripts/reproduce_sellf_table1.py " + " ".join(sys.argv[1:])
+    if args.merge:
+        rows = read_rows(args.merge)
+        write_series(rows, out, args.name)
+        for r in rows:
+            r.pop("series", None)
+        write_csv(rows, out / f"{args.name}.csv")
+        write_table(rows, out / f"{args.name}.md", command.strip())
+        return
     calls = [
         (
             m,
@@ -378,7 +451,6 @@ def main() -> None:
     for r in rows:
         r.pop("series")
     write_csv(rows, out / f"{args.name}.csv")
-    command = "python scripts/reproduce_sellf_table1.py " + " ".join(sys.argv[1:])
     write_table(rows, out / f"{args.name}.md", command.strip())
 
 

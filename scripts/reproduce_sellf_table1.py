@@ -174,7 +174,13 @@ def run_one(
     # uses another, and a reproduction run judges nothing, so they are dropped
     spec = {k: v for k, v in spec.items() if k != "pass_criteria"}
     overrides = {**PAPER_PPO, **PAPER_METHOD.get(method, {})} if paper_settings else {}
-    overrides.update(extra or {})
+    for key, value in (extra or {}).items():
+        # "sellf.advantage_normalization=paper" applies to that method only
+        scope, dot, name = key.rpartition(".")
+        if not dot:
+            overrides[key] = value
+        elif scope == method:
+            overrides[name] = value
     overrides["fairness_notion"] = notion  # the tuned examples' notion is Table 1's
     exp = validate_experiment(name, spec, seed=seed, config_overrides=overrides)
     algo = exp.config.build_algo()
@@ -203,7 +209,11 @@ def run_one(
         "weight_init": exp.config.weight_init,
         "advantage_normalization": getattr(exp.config, "advantage_normalization", ""),
         "actions": summary["actions"],
-        "overrides": " ".join(f"{k}={v}" for k, v in (extra or {}).items()),
+        "overrides": " ".join(
+            f"{k}={v}"
+            for k, v in (extra or {}).items()
+            if "." not in k or k.rpartition(".")[0] == method
+        ),
         "train_env_steps": int(done),
         "train_seconds": round(train_seconds, 1),
         "deploy_steps": deploy_steps,
@@ -399,7 +409,8 @@ def main() -> None:
         nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        help="config overrides for every run, YAML values (e.g. beta_1=0 for an ablation)",
+        help="config overrides, YAML values: KEY=VALUE for every run (e.g. beta_1=0), "
+        "METHOD.KEY=VALUE for one method (e.g. sellf.advantage_normalization=paper)",
     )
     p.add_argument("--num-cpus", type=int, default=2)
     p.add_argument("--out", default="docs/results")
@@ -416,7 +427,10 @@ def main() -> None:
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            p.error(f"--set: {item!r} is invalid; valid: KEY=VALUE")
+            p.error(f"--set: {item!r} is invalid; valid: KEY=VALUE or METHOD.KEY=VALUE")
+        scope = key.rpartition(".")[0]
+        if scope and scope not in METHODS:
+            p.error(f"--set: method {scope!r} is invalid; valid choices: {', '.join(METHODS)}")
         extra[key] = yaml.safe_load(value)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,8 @@ over every tuned example, plus the reference's per-method settings
   ``sellf_table1``);
 * ``<name>_series.csv`` / ``.png``  the true disparity over deployment time (mean over
   the deployment seeds, every 50 steps), per cell, method and training seed, as the
-  paper's figure.
+  paper's figure;
+* ``<name>_bars.png``  disparity and reward per method next to the paper's values.
 
 Usage::
 
@@ -247,7 +248,12 @@ def _mean_series(runs, every: int) -> list[float]:
 
 
 def write_series(rows: list[dict], out: Path, name: str) -> None:
-    """``<name>_series.csv`` and ``<name>_series.png``: disparity over deployment time."""
+    """``<name>_series.csv`` and ``<name>_series.png``: disparity over deployment time.
+
+    Nothing is written when no row carries a curve (runs from before the curves existed).
+    """
+    if not any(r.get("series") for r in rows):
+        return
     import matplotlib
 
     matplotlib.use("Agg")
@@ -344,6 +350,45 @@ def write_table(rows: list[dict], path: Path, command: str) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def write_bars(rows: list[dict], out: Path, name: str) -> None:
+    """``<name>_bars.png``: disparity and reward per method, ours (mean +- std over
+    training seeds) next to the paper's, one panel pair per cell."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    base = [r for r in rows if not r.get("overrides")]
+    cells = [c for c in CELLS if any(r["cell"] == c for r in base)]
+    fig, axes = plt.subplots(len(cells), 2, figsize=(10, 3.4 * len(cells)), squeeze=False)
+    for (ax_d, ax_r), cell in zip(axes, cells, strict=True):
+        env_key, notion, paper = CELLS[cell]
+        methods = [m for m in METHODS if any(r["cell"] == cell and r["method"] == m for r in base)]
+        x = np.arange(len(methods))
+        for ax, key, paper_idx, offset in (
+            (ax_d, "disparity_mean", 0, 0.0),
+            (ax_r, "reward_mean", 1, -1000.0),
+        ):
+            vals = [
+                [r[key] for r in base if r["cell"] == cell and r["method"] == m] for m in methods
+            ]
+            ax.bar(
+                x - 0.2,
+                [np.mean(v) for v in vals],
+                0.4,
+                yerr=[np.std(v) for v in vals],
+                label="ours",
+            )
+            ax.bar(x + 0.2, [paper[m][paper_idx] + offset for m in methods], 0.4, label="paper")
+            ax.set_xticks(x, [METHODS[m][0] for m in methods], fontsize=7)
+            ax.legend(fontsize=7)
+        ax_d.set(title=f"{env_key} ({notion})", ylabel="true disparity (time mean)")
+        ax_r.set(title="reward (paper: final resource - 1000)", ylabel="deployment reward")
+    fig.tight_layout()
+    fig.savefig(out / f"{name}_bars.png", dpi=120)
+    plt.close(fig)
+
+
 def read_rows(paths: list[Path]) -> list[dict]:
     """Rows of earlier runs' CSVs (numbers parsed), with their ``_series.csv`` curves."""
     import csv
@@ -438,6 +483,7 @@ def main() -> None:
     if args.merge:
         rows = read_rows(args.merge)
         write_series(rows, out, args.name)
+        write_bars(rows, out, args.name)
         for r in rows:
             r.pop("series", None)
         write_csv(rows, out / f"{args.name}.csv")
@@ -462,6 +508,7 @@ def main() -> None:
     ]
     rows = run_as_tasks(run_one, calls, args.num_cpus)
     write_series(rows, out, args.name)
+    write_bars(rows, out, args.name)
     for r in rows:
         r.pop("series")
     write_csv(rows, out / f"{args.name}.csv")

@@ -59,4 +59,5 @@ def test_merge_writes_seed_summary_and_curves(tmp_path):
         "fico-eo,sellf,1,100,0.050000",
     ]
     assert (out / "t_series.png").stat().st_size > 1000
+    assert (out / "t_bars.png").stat().st_size > 1000
     assert len((out / "t.csv").read_text().splitlines()) == 5

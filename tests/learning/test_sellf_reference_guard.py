@@ -6,7 +6,7 @@ settings and its orthogonal initialisation, seed 0), then deploy with sampled ac
 (the reference's protocol). POCAR (Oracle)'s time-averaged true disparity must stay
 clearly below PPO's. The budget is ``SELLF_GUARD_STEPS`` env steps (default 500,000, the
 paper's: at lr 1e-5 both policies are still near-uniform, hence near-fair, much earlier);
-about 25 CPU-minutes on one core per method.
+about 10-20 minutes on one idle core per method.
 
 Run: ``SELLF_GUARD_STEPS=500000 pytest -m slow tests/learning/test_sellf_reference_guard.py``
 """

@@ -37,6 +37,8 @@ def _config(runners=0, horizon=10, **training):
         ({}, {"episodes_per_iteration": 0}, "episodes_per_iteration: 0 is invalid"),
         ({}, {"num_envs_per_env_runner": 2}, "num_envs_per_env_runner: 2 is invalid"),
         ({}, {"horizon": 7}, "horizon: 7 is invalid"),
+        ({}, {"regret_dp_grid": 1}, "regret_dp_grid: 1 is invalid"),
+        ({}, {"regret_dp_nus": [-1.0]}, "regret_dp_nus: [-1.0] is invalid"),
     ],
 )
 def test_validate_messages(env_config, setting, needle):
@@ -81,8 +83,24 @@ def test_trains_round_trips_and_agrees_with_the_numpy_core(ray_session, tmp_path
             assert "env_runners" in result
             assert result["lucbfair"]["episodes"] == i + 1
         assert result["learners"]["__all_modules__"]["num_env_steps_trained"] == 30
-        for key in ("Y", "V_g1", "episode_loss_mean", "distortion_cum"):
+        for key in ("Y", "V_g1", "episode_loss_mean", "distortion_cum", "regret_cum"):
             assert math.isfinite(result["lucbfair"][key])
+        # Eq. 3 regret against replicator_dp's constrained optimum (same grid and actions)
+        from rllib_fair.fairness.replicator_dp import (
+            constrained_optimum,
+            step_fn_from_statistics,
+        )
+
+        step_fn = step_fn_from_statistics(algo._env.step_statistics)
+        store, s = algo.core.store, algo.config.settings()
+        expected = sum(
+            constrained_optimum(step_fn, algo.core.centres, 10, q0, s.threshold, grid=51).value_r
+            for q0 in store["q"][:, 0]
+        ) - float(store["r"].sum())
+        gap = result["lucbfair"]["regret_cum_gap"]
+        assert 0.0 <= gap < 0.05
+        assert abs(result["lucbfair"]["regret_cum"] - expected) <= gap + 1e-9
+        assert result["lucbfair"]["regret_infeasible_episodes"] == 0
         # agreement: replaying the stored episodes through the numpy core gives the plan
         core = LUCBFairCore(algo.config.settings(), make_feature_map("rbf"))
         store = algo.core.store
@@ -102,7 +120,7 @@ def test_trains_round_trips_and_agrees_with_the_numpy_core(ray_session, tmp_path
         try:
             assert restored.core.episodes == 3 and restored.core.dual == algo.core.dual
             a, b = algo.train()["lucbfair"], restored.train()["lucbfair"]
-            for key in ("Y", "V_g1", "episode_return_r", "final_q_mean"):
+            for key in ("Y", "V_g1", "episode_return_r", "final_q_mean", "regret_cum"):
                 assert a[key] == b[key], key
         finally:
             restored.stop()

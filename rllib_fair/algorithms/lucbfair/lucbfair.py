@@ -59,6 +59,7 @@ from rllib_fair.algorithms.lucbfair.features import (
     make_feature_map,
     region_grid,
 )
+from rllib_fair.algorithms.lucbfair.regret import DEFAULT_NUS, OptimumReference, RegretTracker
 from rllib_fair.algorithms.myopic.myopic import NoOpLearner, make_model_env
 from rllib_fair.rllib.config import FairnessConfigMixin
 
@@ -188,6 +189,13 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         target_mode: ``"lsvi"`` (the paper's algorithm) or ``"reference_online"`` (spec 4.1.3).
         episodes_per_iteration: episodes per plan (1 = the paper; N > 1 collects N
             episodes in parallel on the remote env runners before the next plan).
+        regret_reference: True (default) logs Eq. 3's cumulative regret against the exact
+            constrained optimum of :mod:`rllib_fair.fairness.replicator_dp` (region-centre
+            actions) when the env is deterministic (``population_size=None``); see
+            :mod:`rllib_fair.algorithms.lucbfair.regret`.
+        regret_dp_grid: state-grid points per axis of that DP (51: ~0.3 s per pass at
+            H = 100; the spec's 101 costs ~1.7 s).
+        regret_dp_nus: multiplier ladder of the DP; None = ``0, 2^-6 .. 2^7``.
     """
 
     def __init__(self, algo_class=None):
@@ -207,6 +215,9 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         self.q_clip: str = "remaining"
         self.target_mode: str = "lsvi"
         self.episodes_per_iteration: int = 1
+        self.regret_reference: bool = True
+        self.regret_dp_grid: int = 51
+        self.regret_dp_nus: list[float] | None = None
         self.normalize_actions = False
         self.clip_actions = True
         self.batch_mode = "complete_episodes"
@@ -230,6 +241,9 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         "q_clip",
         "target_mode",
         "episodes_per_iteration",
+        "regret_reference",
+        "regret_dp_grid",
+        "regret_dp_nus",
     )
 
     def training(self, **kw):
@@ -349,6 +363,24 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{key}: {v!r} is invalid; valid: an int >= 1")
+        if not isinstance(self.regret_reference, bool):
+            raise ValueError(
+                f"regret_reference: {self.regret_reference!r} is invalid; valid: true or false"
+            )
+        v = self.regret_dp_grid
+        if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+            raise ValueError(f"regret_dp_grid: {v!r} is invalid; valid: an int >= 2")
+        nus = self.regret_dp_nus
+        if nus is not None and not (
+            isinstance(nus, (list, tuple))
+            and all(
+                isinstance(n, (int, float)) and not isinstance(n, bool) and 0 <= n < math.inf
+                for n in nus
+            )
+        ):
+            raise ValueError(
+                f"regret_dp_nus: {nus!r} is invalid; valid: None or a list of finite numbers >= 0"
+            )
         if self.normalize_actions:
             raise ValueError(
                 "normalize_actions: True is invalid for L-UCBFair (its module emits thresholds "
@@ -396,7 +428,33 @@ class LUCBFair(Algorithm):
         )
         self._distortion_sum = 0.0
         self._trained_lifetime = 0
+        self.regret = self._regret_tracker()
         self._push()
+
+    def _regret_tracker(self) -> RegretTracker | None:
+        """Eq. 3's regret tracker, or None when the exact optimum is not available.
+
+        Available for a deterministic replicator env (``population_size=None``): its
+        vectorised ``step_statistics`` is the DP's model; actions are the region centres.
+        """
+        cfg = self.config
+        if not cfg.regret_reference:
+            return None
+        from rllib_fair.fairness.replicator_dp import step_fn_from_statistics
+
+        env = make_model_env(cfg.env, cfg.env_config)
+        if not hasattr(env, "step_statistics") or getattr(env, "population_size", 1) is not None:
+            return None
+        s = self.core.settings
+        reference = OptimumReference(
+            step_fn_from_statistics(env.step_statistics),
+            self.core.centres,
+            s.horizon,
+            s.threshold,
+            grid=int(cfg.regret_dp_grid),
+            nus=DEFAULT_NUS if cfg.regret_dp_nus is None else tuple(cfg.regret_dp_nus),
+        )
+        return RegretTracker(reference)
 
     # ------------------------------------------------------------ helpers
     def _push(self) -> None:
@@ -459,6 +517,14 @@ class LUCBFair(Algorithm):
         self._push()
         n_data = core.store["r"].size
         self._distortion_sum += float(np.sum(core.settings.threshold - arr["g"].sum(axis=1)))
+        if self.regret is not None:  # Eq. 3 against the exact constrained optimum
+            self.regret.update(arr["q"][:, 0], arr["r"].sum(axis=1))
+            for key, value in (
+                ("regret_cum", self.regret.regret_sum),
+                ("regret_cum_gap", self.regret.gap_sum),
+                ("regret_infeasible_episodes", self.regret.infeasible),
+            ):
+                self.metrics.log_value(("lucbfair", key), value, window=1)
         self.metrics.log_value(
             (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED), n_data, window=1
         )
@@ -491,6 +557,8 @@ class LUCBFair(Algorithm):
         state[_STATE_KEY] = self.core.get_state()
         state[_STATE_KEY]["distortion_sum"] = self._distortion_sum
         state[_STATE_KEY]["trained_lifetime"] = self._trained_lifetime
+        if self.regret is not None:
+            state[_STATE_KEY]["regret"] = self.regret.get_state()
         return state
 
     def set_state(self, state) -> None:
@@ -500,4 +568,6 @@ class LUCBFair(Algorithm):
             self.core.set_state(state[_STATE_KEY])
             self._distortion_sum = float(state[_STATE_KEY].get("distortion_sum", 0.0))
             self._trained_lifetime = int(state[_STATE_KEY].get("trained_lifetime", 0))
+            if self.regret is not None:
+                self.regret.set_state(state[_STATE_KEY].get("regret", {}))
             self._push()

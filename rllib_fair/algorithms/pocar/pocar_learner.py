@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
 
@@ -71,7 +71,7 @@ def regularize_advantages(
     return (combined - valid.mean()) / (valid.std() + 1e-8)
 
 
-class POCARTorchLearner(PPOTorchLearner):
+class POCARTorchLearner(FairPPOTorchLearner):
     """PPO torch learner whose minibatch advantages are POCAR-regularised."""
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):

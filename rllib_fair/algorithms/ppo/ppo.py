@@ -17,6 +17,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from rllib_fair.algorithms.ppo.module import WEIGHT_INITS, FairPPOTorchRLModule
 from rllib_fair.rllib.config import FairnessConfigMixin
+from rllib_fair.rllib.lean_learner import OPTIMIZER_IMPLS
 
 
 class FairPPOConfig(FairnessConfigMixin, PPOConfig):
@@ -28,6 +29,15 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
             output gain 0.01 so the initial policy is uniform, value output gain 1, zero
             biases). Set it with ``.training(weight_init=...)`` or ``weight_init:`` in a
             YAML ``config``.
+        lean_learner: True (default): the learner's update loop without RLlib's
+            per-minibatch bookkeeping (tensor minibatches, last-value metrics written
+            once, one finite-gradient check; :mod:`rllib_fair.rllib.lean_learner`),
+            same minibatches, same updates and same reported metrics. False: RLlib's
+            loop.
+        optimizer_impl: the Adam implementation: ``"foreach"`` (default; torch's
+            multi-tensor Adam, bit-identical to RLlib's on CPU and faster),
+            ``"fused"`` (torch's fused kernel: faster still, last-bit differences) or
+            ``"rllib"`` (RLlib's ``torch.optim.Adam(params)``).
 
     Example:
         >>> from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
@@ -41,13 +51,35 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or FairPPO)
         self.weight_init: str = "rllib"
+        self.lean_learner: bool = True
+        self.optimizer_impl: str = "foreach"
 
-    def training(self, *, weight_init=NotProvided, **kwargs):
-        """PPO's ``training()`` plus ``weight_init`` (see the class attributes)."""
+    def training(
+        self,
+        *,
+        weight_init=NotProvided,
+        lean_learner=NotProvided,
+        optimizer_impl=NotProvided,
+        **kwargs,
+    ):
+        """PPO's ``training()`` plus ``weight_init``, ``lean_learner`` and
+        ``optimizer_impl`` (see the class attributes)."""
         super().training(**kwargs)
         if weight_init is not NotProvided:
             self.weight_init = weight_init
+        if lean_learner is not NotProvided:
+            self.lean_learner = lean_learner
+        if optimizer_impl is not NotProvided:
+            self.optimizer_impl = optimizer_impl
         return self
+
+    def get_default_learner_class(self):
+        """:class:`~rllib_fair.algorithms.ppo.learner.FairPPOTorchLearner` (torch)."""
+        if self.framework_str == "torch":
+            from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
+
+            return FairPPOTorchLearner
+        return super().get_default_learner_class()
 
     @property
     def _model_config_auto_includes(self):
@@ -70,6 +102,15 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
             raise ValueError(
                 f"weight_init: {self.weight_init!r} is invalid; valid choices: "
                 f"{', '.join(WEIGHT_INITS)}"
+            )
+        if self.optimizer_impl not in OPTIMIZER_IMPLS:
+            raise ValueError(
+                f"optimizer_impl: {self.optimizer_impl!r} is invalid; valid choices: "
+                f"{', '.join(OPTIMIZER_IMPLS)}"
+            )
+        if not isinstance(self.lean_learner, bool):
+            raise ValueError(
+                f"lean_learner: {self.lean_learner!r} is invalid; valid choices: true, false"
             )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
 
@@ -38,7 +38,7 @@ def fppol_advantages(adv, disparity, disparity_prev, w_delta, mask, *, config) -
     return (combined - valid.mean()) / (valid.std() + 1e-8)
 
 
-class FPPOLTorchLearner(PPOTorchLearner):
+class FPPOLTorchLearner(FairPPOTorchLearner):
     """PPO torch learner whose minibatch advantages are F-PPO-L-regularised."""
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
@@ -222,7 +222,7 @@ def _standardize_masked(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 # ----------------------------------------------------------------------------- learner
 
 
-class PPOCTorchLearner(PPOTorchLearner):
+class PPOCTorchLearner(FairPPOTorchLearner):
     """PPO torch learner with PPO-C's ``beta_c C_hat^2`` and PPO-Cb's ``beta_lambda Lambda_hat``.
 
     Everything is computed per minibatch from the batch columns on the module's device,
@@ -246,7 +246,7 @@ class PPOCTorchLearner(PPOTorchLearner):
         module = self._module[module_id]
         params = self.get_parameters(module)
         eps = float(getattr(config, "adam_epsilon", 1e-8))
-        optimizer = torch.optim.Adam(params, eps=eps)
+        optimizer = self.make_adam(params, eps=eps)
         self.register_optimizer(
             module_id=module_id, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.connectors.learner import GeneralAdvantageEstimation
 from ray.rllib.core.columns import Columns
@@ -57,7 +57,7 @@ class ShapeRewardsWithDisparity(ConnectorV2):
         return batch
 
 
-class RPPOTorchLearner(PPOTorchLearner):
+class RPPOTorchLearner(FairPPOTorchLearner):
     """PPO torch learner whose pipeline shapes rewards before GAE."""
 
     def build(self) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
@@ -130,7 +130,7 @@ class ELBERTAdvantage(ConnectorV2):
         return batch
 
 
-class ELBERTPOTorchLearner(PPOTorchLearner):
+class ELBERTPOTorchLearner(FairPPOTorchLearner):
     """PPO torch learner with ELBERT-PO's advantage and supply/demand value loss."""
 
     def build(self) -> None:

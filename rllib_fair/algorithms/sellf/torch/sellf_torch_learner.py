@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.models.base import ENCODER_OUT
@@ -160,7 +160,7 @@ def _minmax(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (x - v.min()) / (v.max() - v.min() + 1e-8)
 
 
-class SELLFTorchLearner(PPOTorchLearner):
+class SELLFTorchLearner(FairPPOTorchLearner):
     """PPO torch learner with SELLF's losses and predictor training (Alg. 1)."""
 
     def build(self) -> None:
@@ -185,14 +185,14 @@ class SELLFTorchLearner(PPOTorchLearner):
         rest = [p for p in self.get_parameters(module) if id(p) not in pred_ids]
         self.register_optimizer(
             module_id=module_id,
-            optimizer=torch.optim.Adam(rest),
+            optimizer=self.make_adam(rest),
             params=rest,
             lr_or_lr_schedule=config.lr,
         )
         self.register_optimizer(
             module_id=module_id,
             optimizer_name="predictor",
-            optimizer=torch.optim.Adam(pred, lr=config.predictor_lr),
+            optimizer=self.make_adam(pred, lr=config.predictor_lr),
             params=pred,
         )
 

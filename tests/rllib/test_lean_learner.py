@@ -1,0 +1,176 @@
+"""The lean learner path (rllib_fair.rllib.lean_learner) trains exactly as RLlib's does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+from ray.rllib.utils.minibatch_utils import MiniBatchCyclicIterator
+from ray.rllib.utils.torch_utils import clip_gradients
+
+import rllib_fair  # noqa: F401  (registers the fair/* ids)
+from rllib_fair.algorithms import get_config_class
+from rllib_fair.rllib.lean_learner import LeanLearnerMixin, TensorMinibatchCycler
+
+# every PPO-family learner gets the lean path
+PPO_FAMILY = ["PPO", "RPPO", "POCAR", "ELBERTPO", "SELLF", "PPOC", "PPOCb", "FPPOL"]
+
+
+@pytest.mark.parametrize("name", PPO_FAMILY)
+def test_every_ppo_family_learner_has_the_lean_path(name):
+    cfg = get_config_class(name)()
+    assert issubclass(cfg.get_default_learner_class(), LeanLearnerMixin)
+    assert cfg.lean_learner is True and cfg.optimizer_impl == "foreach"
+
+
+@pytest.mark.parametrize(
+    ("n", "size", "epochs", "shuffle", "total"),
+    [(2049, 64, 10, True, 0), (2050, 64, 3, True, 0), (128, 64, 2, False, 0),
+     (100, 30, 4, True, 0), (64, 64, 3, True, 0), (50, 64, 2, True, 0), (70, 16, 1, True, 9)],
+)
+def test_cycler_yields_rllibs_minibatches(n, size, epochs, shuffle, total):
+    """Same rows in the same order as RLlib's iterator, including the shuffles' RNG draws."""
+    cols = {"a": torch.arange(n), "b": torch.arange(n, dtype=torch.float32)[:, None] * 2}
+    ref_batch = MultiAgentBatch({"p": SampleBatch({k: v.clone() for k, v in cols.items()})}, n)
+    np.random.seed(3)
+    ref = [
+        mb.policy_batches["p"]["a"].clone()
+        for mb in MiniBatchCyclicIterator(
+            ref_batch, num_epochs=epochs, minibatch_size=size, shuffle_batch_per_epoch=shuffle,
+            num_total_minibatches=total,
+        )
+    ]
+    ref_state = np.random.rand()
+    np.random.seed(3)
+    lasts = []
+    cycler = TensorMinibatchCycler(
+        "p", cols, num_epochs=epochs, minibatch_size=size, shuffle=shuffle,
+        num_total_minibatches=total, env_steps=n, on_last=lambda: lasts.append(True),
+    )
+    ours = []
+    for mb in cycler:
+        assert mb.env_steps() == n
+        b = mb.policy_batches["p"]
+        assert torch.equal(b["b"][:, 0], b["a"].float() * 2)  # rows stay aligned
+        ours.append(b["a"])
+    assert len(ours) == len(ref) == len(cycler)
+    for i, (x, y) in enumerate(zip(ours, ref, strict=True)):
+        assert torch.equal(x, y), i
+    assert np.random.rand() == ref_state  # the same number of global RNG draws
+    assert lasts == [True]
+
+
+def test_clip_matches_rllibs_clip_gradients_bit_for_bit():
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(64, 6), (64,), (64, 64), (64,), (2, 64), (2,)]
+    for scale in (1e-3, 1.0, 50.0):
+        grads = {i: torch.randn(s, generator=gen) * scale for i, s in enumerate(shapes)}
+        ref = {k: v.clone() for k, v in grads.items()}
+        ref_norm = clip_gradients(ref, grad_clip=0.5, grad_clip_by="global_norm")
+        holder = LeanLearnerMixin()
+        norm = holder._lean_clip(grads, grad_clip=0.5, grad_clip_by="global_norm")
+        assert torch.equal(norm, ref_norm)
+        assert holder._lean_grads_finite is True
+        for k in grads:
+            assert torch.equal(grads[k], ref[k]), (scale, k)
+    grads[2][0, 0] = float("nan")
+    holder._lean_clip(grads, grad_clip=0.5, grad_clip_by="global_norm")
+    assert holder._lean_grads_finite is False
+
+
+def _train(name: str, lean: bool, impl: str, iters: int = 2, **training):
+    cfg = (
+        get_config_class(name)()
+        .environment("fair/Lending-v0", env_config={"max_steps": 300})
+        .env_runners(num_env_runners=0)
+        .training(
+            train_batch_size_per_learner=256, minibatch_size=64, num_epochs=3,
+            grad_clip=0.5, lean_learner=lean, optimizer_impl=impl, **training,
+        )
+        .rl_module(model_config={"fcnet_hiddens": [16, 16]})
+        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=0)
+        .debugging(seed=5)
+    )
+    algo = cfg.build_algo()
+    try:
+        results = [algo.train() for _ in range(iters)]
+        return algo.get_module().state_dict(), results
+    finally:
+        algo.stop()
+
+
+def _learner_stats(result) -> dict:
+    """The learner's numbers that do not depend on wall time."""
+    out = {}
+    for module_id, stats in result["learners"].items():
+        for key, value in stats.items():
+            if "throughput" in key or "timer" in key or "lr" == key:
+                continue
+            if isinstance(value, (int, float, np.floating, np.integer)):
+                out[(module_id, key)] = float(value)
+    return out
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("name", ["PPO", "POCAR", "SELLF"])
+def test_lean_learner_trains_bit_identically_to_rllibs_loop(ray_session, name):
+    """Same weights and the same reported learner metrics as RLlib's update loop."""
+    extra = {"use_kl_loss": True} if name == "PPO" else {}  # KL coeff reads the metrics
+    w_lean, r_lean = _train(name, True, "foreach", **extra)
+    w_rl, r_rl = _train(name, False, "rllib", **extra)
+    for key in w_rl:
+        assert torch.equal(torch.as_tensor(w_lean[key]), torch.as_tensor(w_rl[key])), key
+    for res_lean, res_rl in zip(r_lean, r_rl, strict=True):
+        lean, rl = _learner_stats(res_lean), _learner_stats(res_rl)
+        assert lean.keys() == rl.keys()
+        for key in rl:
+            assert lean[key] == pytest.approx(rl[key], rel=1e-6, abs=1e-9, nan_ok=True), key
+
+
+@pytest.mark.ray
+def test_fused_adam_trains_close_to_rllibs(ray_session):
+    w_fused, _ = _train("PPO", True, "fused", iters=1)
+    w_rl, _ = _train("PPO", False, "rllib", iters=1)
+    diffs = [
+        (torch.as_tensor(w_fused[k]) - torch.as_tensor(w_rl[k])).abs().max().item() for k in w_rl
+    ]
+    assert 0 < max(diffs) < 1e-4  # last-bit differences, not a different algorithm
+
+
+@pytest.mark.ray
+def test_non_finite_gradients_take_rllibs_path(ray_session):
+    """A NaN gradient is zeroed as RLlib does, never stepped into the weights."""
+    cfg = (
+        get_config_class("PPO")()
+        .environment("fair/Lending-v0", env_config={"max_steps": 300})
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1,
+                  grad_clip=None)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=1)
+    )
+    algo = cfg.build_algo()
+    try:
+        learner = algo.learner_group._learner
+        pid, param = next(iter(learner._params.items()))
+        grads = {p: torch.zeros_like(v) for p, v in learner._params.items()}
+        grads[pid] = torch.full_like(param, float("nan"))
+        before = {p: v.detach().clone() for p, v in learner._params.items()}
+        learner._lean_active = True
+        try:
+            learner.apply_gradients(grads)
+        finally:
+            learner._lean_active = False
+        assert torch.equal(learner._params[pid].grad, torch.zeros_like(param))  # nan_to_num
+        for p, v in learner._params.items():
+            assert torch.isfinite(v).all() and v.shape == before[p].shape
+    finally:
+        algo.stop()
+
+
+def test_bad_optimizer_impl_is_a_one_line_error():
+    cfg = get_config_class("PPO")().environment("fair/Lending-v0").training(optimizer_impl="sgd")
+    with pytest.raises(ValueError, match=r"optimizer_impl: 'sgd' is invalid; valid choices: "
+                       r"foreach, fused, rllib"):
+        cfg.validate()

@@ -125,7 +125,7 @@ class TensorMinibatchCycler:
                 need -= n - start
                 start = 0
                 if self.shuffle:
-                    perm = torch.from_numpy(np.random.permutation(n))
+                    perm = torch.from_numpy(np.random.permutation(n))  # noqa: NPY002 (RLlib's draw)
                     cols = {k: v[perm.to(v.device)] for k, v in cols.items()}
             end = start + need
             if end > start:
@@ -202,8 +202,10 @@ class LeanLearnerMixin:
 
     # -- optimiser ------------------------------------------------------------------
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
-        """RLlib's default (Adam over all module parameters, lr from the config) with
-        the multi-tensor or fused implementation."""
+        """RLlib's default optimiser in the configured ``optimizer_impl``.
+
+        Adam over all module parameters, learning rate (or schedule) from the config.
+        """
         if getattr(self.config, "optimizer_impl", "rllib") == "rllib":
             return super().configure_optimizers_for_module(module_id, config)
         params = self.get_parameters(self._module[module_id])
@@ -216,8 +218,10 @@ class LeanLearnerMixin:
         )
 
     def make_adam(self, params, **kwargs) -> torch.optim.Adam:
-        """``torch.optim.Adam(params, **kwargs)`` in the configured ``optimizer_impl``
-        (for learners that build their own Adam, e.g. with another epsilon)."""
+        """``torch.optim.Adam(params, **kwargs)`` in the configured ``optimizer_impl``.
+
+        For learners that build their own Adam (another epsilon, a second optimiser).
+        """
         impl = getattr(self.config, "optimizer_impl", "rllib")
         if impl != "rllib":
             kwargs[impl] = True
@@ -263,8 +267,10 @@ class LeanLearnerMixin:
         shuffle_batch_per_epoch: bool = False,
         **kwargs,
     ):
-        """:class:`TensorMinibatchCycler` where RLlib would build its cyclic iterator
-        over one module's flat tensor columns; RLlib's iterator otherwise."""
+        """A :class:`TensorMinibatchCycler` in place of RLlib's cyclic iterator.
+
+        Used for one module's flat tensor columns; RLlib's iterator otherwise.
+        """
         fallback = super()._create_iterator_if_necessary
         args = dict(
             num_total_minibatches=num_total_minibatches,
@@ -312,8 +318,10 @@ class LeanLearnerMixin:
         self._lean_last_minibatch = True
 
     def _compute_off_policyness(self, batch) -> None:
-        """Computed for the last minibatch only: RLlib logs it with ``window=1``, so the
-        earlier minibatches' values never reach a result."""
+        """RLlib's off-policyness record, computed for the last minibatch only.
+
+        RLlib logs it with ``window=1``: earlier minibatches' values never reach a result.
+        """
         if not self._lean_active or self._lean_last_minibatch:
             super()._compute_off_policyness(batch)
 
@@ -357,8 +365,12 @@ class LeanLearnerMixin:
                 with_throughput=True,
             )
         if steps:
-            log((ALL_MODULES, NUM_MODULE_STEPS_TRAINED), all_rows, reduce="sum",
-                with_throughput=True)
+            log(
+                (ALL_MODULES, NUM_MODULE_STEPS_TRAINED),
+                all_rows,
+                reduce="sum",
+                with_throughput=True,
+            )
             log(
                 (ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME),
                 all_rows,
@@ -367,8 +379,7 @@ class LeanLearnerMixin:
             )
         if env_steps:
             total = int(sum(env_steps))
-            log((ALL_MODULES, NUM_ENV_STEPS_TRAINED), total, reduce="sum",
-                with_throughput=True)
+            log((ALL_MODULES, NUM_ENV_STEPS_TRAINED), total, reduce="sum", with_throughput=True)
             log(
                 (ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME),
                 total,
@@ -383,8 +394,10 @@ class LeanLearnerMixin:
         return self._lean_clip
 
     def _lean_clip(self, gradients_dict, *, grad_clip=None, grad_clip_by="value"):
-        """RLlib's ``clip_gradients`` for ``global_norm`` with multi-tensor ops; it also
-        records whether every gradient is finite. Other modes: RLlib's function."""
+        """RLlib's ``clip_gradients`` for ``global_norm``, with multi-tensor ops.
+
+        Also records whether every gradient is finite. Other modes: RLlib's function.
+        """
         from ray.rllib.utils.torch_utils import clip_gradients
 
         grads = [g for g in gradients_dict.values() if g is not None]
@@ -400,8 +413,11 @@ class LeanLearnerMixin:
         return total
 
     def apply_gradients(self, gradients_dict) -> None:
-        """Sets the gradients and steps every optimiser when all gradients are finite
-        (decided by one multi-tensor norm); RLlib's ``apply_gradients`` otherwise."""
+        """Sets the gradients and steps every optimiser if all gradients are finite.
+
+        Finiteness is decided by one multi-tensor norm; RLlib's ``apply_gradients``
+        handles the non-finite case.
+        """
         finite, self._lean_grads_finite = self._lean_grads_finite, None
         if (
             not self._lean_active

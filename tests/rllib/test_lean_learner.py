@@ -26,27 +26,43 @@ def test_every_ppo_family_learner_has_the_lean_path(name):
 
 @pytest.mark.parametrize(
     ("n", "size", "epochs", "shuffle", "total"),
-    [(2049, 64, 10, True, 0), (2050, 64, 3, True, 0), (128, 64, 2, False, 0),
-     (100, 30, 4, True, 0), (64, 64, 3, True, 0), (50, 64, 2, True, 0), (70, 16, 1, True, 9)],
+    [
+        (2049, 64, 10, True, 0),
+        (2050, 64, 3, True, 0),
+        (128, 64, 2, False, 0),
+        (100, 30, 4, True, 0),
+        (64, 64, 3, True, 0),
+        (50, 64, 2, True, 0),
+        (70, 16, 1, True, 9),
+    ],
 )
 def test_cycler_yields_rllibs_minibatches(n, size, epochs, shuffle, total):
     """Same rows in the same order as RLlib's iterator, including the shuffles' RNG draws."""
     cols = {"a": torch.arange(n), "b": torch.arange(n, dtype=torch.float32)[:, None] * 2}
     ref_batch = MultiAgentBatch({"p": SampleBatch({k: v.clone() for k, v in cols.items()})}, n)
-    np.random.seed(3)
+    np.random.seed(3)  # noqa: NPY002 (RLlib shuffles with the global generator)
     ref = [
         mb.policy_batches["p"]["a"].clone()
         for mb in MiniBatchCyclicIterator(
-            ref_batch, num_epochs=epochs, minibatch_size=size, shuffle_batch_per_epoch=shuffle,
+            ref_batch,
+            num_epochs=epochs,
+            minibatch_size=size,
+            shuffle_batch_per_epoch=shuffle,
             num_total_minibatches=total,
         )
     ]
-    ref_state = np.random.rand()
-    np.random.seed(3)
+    ref_state = np.random.rand()  # noqa: NPY002
+    np.random.seed(3)  # noqa: NPY002 (RLlib shuffles with the global generator)
     lasts = []
     cycler = TensorMinibatchCycler(
-        "p", cols, num_epochs=epochs, minibatch_size=size, shuffle=shuffle,
-        num_total_minibatches=total, env_steps=n, on_last=lambda: lasts.append(True),
+        "p",
+        cols,
+        num_epochs=epochs,
+        minibatch_size=size,
+        shuffle=shuffle,
+        num_total_minibatches=total,
+        env_steps=n,
+        on_last=lambda: lasts.append(True),
     )
     ours = []
     for mb in cycler:
@@ -57,7 +73,7 @@ def test_cycler_yields_rllibs_minibatches(n, size, epochs, shuffle, total):
     assert len(ours) == len(ref) == len(cycler)
     for i, (x, y) in enumerate(zip(ours, ref, strict=True)):
         assert torch.equal(x, y), i
-    assert np.random.rand() == ref_state  # the same number of global RNG draws
+    assert np.random.rand() == ref_state  # noqa: NPY002  # the same number of global RNG draws
     assert lasts == [True]
 
 
@@ -85,8 +101,13 @@ def _train(name: str, lean: bool, impl: str, iters: int = 2, **training):
         .environment("fair/Lending-v0", env_config={"max_steps": 300})
         .env_runners(num_env_runners=0)
         .training(
-            train_batch_size_per_learner=256, minibatch_size=64, num_epochs=3,
-            grad_clip=0.5, lean_learner=lean, optimizer_impl=impl, **training,
+            train_batch_size_per_learner=256,
+            minibatch_size=64,
+            num_epochs=3,
+            grad_clip=0.5,
+            lean_learner=lean,
+            optimizer_impl=impl,
+            **training,
         )
         .rl_module(model_config={"fcnet_hiddens": [16, 16]})
         .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=0)
@@ -145,8 +166,7 @@ def test_non_finite_gradients_take_rllibs_path(ray_session):
         get_config_class("PPO")()
         .environment("fair/Lending-v0", env_config={"max_steps": 300})
         .env_runners(num_env_runners=0)
-        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1,
-                  grad_clip=None)
+        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1, grad_clip=None)
         .rl_module(model_config={"fcnet_hiddens": [8]})
         .debugging(seed=1)
     )
@@ -171,6 +191,9 @@ def test_non_finite_gradients_take_rllibs_path(ray_session):
 
 def test_bad_optimizer_impl_is_a_one_line_error():
     cfg = get_config_class("PPO")().environment("fair/Lending-v0").training(optimizer_impl="sgd")
-    with pytest.raises(ValueError, match=r"optimizer_impl: 'sgd' is invalid; valid choices: "
-                       r"foreach, fused, rllib"):
+    with pytest.raises(
+        ValueError,
+        match=r"optimizer_impl: 'sgd' is invalid; valid choices: "
+        r"foreach, fused, rllib",
+    ):
         cfg.validate()

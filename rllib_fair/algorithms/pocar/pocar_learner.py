@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
 
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
 
 

@@ -62,8 +62,7 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
         optimizer_impl=NotProvided,
         **kwargs,
     ):
-        """PPO's ``training()`` plus ``weight_init``, ``lean_learner`` and
-        ``optimizer_impl`` (see the class attributes)."""
+        """PPO's ``training()`` plus the settings in the class attributes."""
         super().training(**kwargs)
         if weight_init is not NotProvided:
             self.weight_init = weight_init

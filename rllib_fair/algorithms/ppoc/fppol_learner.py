@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import torch
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
 
 from rllib_fair.algorithms.pocar.pocar_learner import _minmax, pocar_terms
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from rllib_fair.algorithms.ppoc.ppoc_learner import COL_LONG_DELTA
 from rllib_fair.rllib import keys
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
 
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from rllib_fair.fairness import qualification as qual
 from rllib_fair.rllib import keys
 

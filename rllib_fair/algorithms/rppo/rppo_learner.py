@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.connectors.learner import GeneralAdvantageEstimation
 from ray.rllib.core.columns import Columns
 
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
 
 

@@ -6,13 +6,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.numpy import convert_to_numpy
 from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets
 
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from rllib_fair.fairness.notions import get_notion
 from rllib_fair.fairness.objective import fair_advantage_weights
 from rllib_fair.rllib import keys

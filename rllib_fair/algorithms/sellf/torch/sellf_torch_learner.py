@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.models.base import ENCODER_OUT
 from ray.rllib.evaluation.postprocessing import Postprocessing
 
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
 from rllib_fair.rllib.distributed import all_gather_rows, all_reduce_sum, broadcast_parameters
 

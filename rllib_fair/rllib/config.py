@@ -272,28 +272,38 @@ class FairnessConfigMixin:
     def build_env_to_module_connector(self, *args, **kwargs):
         """RLlib's env-to-module pipeline.
 
-        Without per-piece timers unless ``connector_metrics`` (see
-        :mod:`rllib_fair.rllib.lean`).
+        Without per-piece timers unless ``connector_metrics``, and fused into one pass
+        for a flat Box observation and a Discrete action (see :mod:`rllib_fair.rllib.lean`).
         """
         pipeline = super().build_env_to_module_connector(*args, **kwargs)
         if self.connector_metrics:
             return pipeline
-        from rllib_fair.rllib.lean import make_lean
+        from rllib_fair.rllib.lean import make_fused, make_lean
 
-        return make_lean(pipeline)
+        return make_fused(
+            make_lean(pipeline),
+            self,
+            pipeline.input_observation_space,
+            pipeline.input_action_space,
+        )
 
     def build_module_to_env_connector(self, *args, **kwargs):
         """RLlib's module-to-env pipeline.
 
-        Without per-piece timers unless ``connector_metrics`` (see
-        :mod:`rllib_fair.rllib.lean`).
+        Without per-piece timers unless ``connector_metrics``, and fused into one pass
+        for a flat Box observation and a Discrete action (see :mod:`rllib_fair.rllib.lean`).
         """
         pipeline = super().build_module_to_env_connector(*args, **kwargs)
         if self.connector_metrics:
             return pipeline
-        from rllib_fair.rllib.lean import make_lean
+        from rllib_fair.rllib.lean import make_fused, make_lean
 
-        return make_lean(pipeline)
+        return make_fused(
+            make_lean(pipeline),
+            self,
+            pipeline.input_observation_space,
+            pipeline.input_action_space,
+        )
 
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
         """RLlib's learner pipeline with :class:`AddFairnessColumns` as first custom piece."""

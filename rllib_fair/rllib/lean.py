@@ -121,3 +121,225 @@ class CachedTrainModeMixin:
         out = super().train(mode)
         self._cached_train_mode = mode
         return out
+
+
+# ---------------------------------------------------------------------------------------
+# Fused pipelines for the common case: one agent, a module without state, a flat Box
+# observation and a Discrete action (every PPO-family env but Attention).
+#
+# RLlib's default env-to-module pipeline (five pieces) and module-to-env pipeline (six
+# pieces) move each step's data through per-episode dicts keyed by episode id, nested
+# ``tree.map_structure`` calls and per-item batching; at one env per runner that is most
+# of a sampling step's cost. The two pieces below compute the same outputs directly,
+# with RLlib's own helpers for every conversion (``batch``/``unbatch``, tensor/numpy
+# conversion), so the module sees the same tensors and the env runner gets the same
+# dict (keys, types, dtypes, values; ``tests/rllib/test_lean.py``).
+# ---------------------------------------------------------------------------------------
+
+
+def fusable(config, observation_space, action_space) -> bool:
+    """Whether the fused pieces reproduce RLlib's default pipelines for these spaces."""
+    import gymnasium as gym
+
+    model_config = config.model_config or {}
+    return (
+        not config.is_multi_agent
+        and not model_config.get("use_lstm")
+        and not model_config.get("use_attention")
+        and isinstance(observation_space, gym.spaces.Box)
+        and isinstance(action_space, gym.spaces.Discrete)
+    )
+
+
+def _is_default_env_to_module(pipeline) -> bool:
+    from ray.rllib.connectors.common import (
+        AddObservationsFromEpisodesToBatch,
+        AddStatesFromEpisodesToBatch,
+        AddTimeDimToBatchAndZeroPad,
+        BatchIndividualItems,
+        NumpyToTensor,
+    )
+
+    kinds = (
+        AddObservationsFromEpisodesToBatch,
+        AddTimeDimToBatchAndZeroPad,
+        AddStatesFromEpisodesToBatch,
+        BatchIndividualItems,
+        NumpyToTensor,
+    )
+    pieces = pipeline.connectors
+    return len(pieces) == len(kinds) and all(
+        type(p) is k for p, k in zip(pieces, kinds, strict=True)
+    )
+
+
+def _is_default_module_to_env(pipeline) -> bool:
+    from ray.rllib.connectors.common import TensorToNumpy
+    from ray.rllib.connectors.module_to_env import (
+        GetActions,
+        ListifyDataForVectorEnv,
+        NormalizeAndClipActions,
+        RemoveSingleTsTimeRankFromBatch,
+        UnBatchToIndividualItems,
+    )
+
+    kinds = (
+        GetActions,
+        TensorToNumpy,
+        UnBatchToIndividualItems,
+        RemoveSingleTsTimeRankFromBatch,
+        NormalizeAndClipActions,
+        ListifyDataForVectorEnv,
+    )
+    pieces = pipeline.connectors
+    return len(pieces) == len(kinds) and all(
+        type(p) is k for p, k in zip(pieces, kinds, strict=True)
+    )
+
+
+class FusedFlatObsToModule(LeanEnvToModulePipeline):
+    """RLlib's default env-to-module pipeline for a flat Box observation, in one pass.
+
+    Output: ``{"obs": tensor[n_episodes, ...]}`` on the module's device, the episodes'
+    latest observations batched with RLlib's ``batch`` and converted with its
+    ``convert_to_torch_tensor`` (pin-memory and device from the replaced
+    ``NumpyToTensor``); ``shared_data["memorized_map_structure"]`` is the list of
+    episode ids, as ``BatchIndividualItems`` leaves it for the module-to-env side.
+    """
+
+    def __call__(
+        self,
+        *,
+        rl_module,
+        batch: dict | None = None,
+        episodes,
+        explore: bool,
+        shared_data: dict | None = None,
+        metrics=None,
+        **kwargs: Any,
+    ) -> dict:
+        """The batch ``{"obs": tensor}`` for the module (see the class docs)."""
+        from ray.rllib.core.columns import Columns
+        from ray.rllib.utils.spaces.space_utils import batch as batch_fn
+        from ray.rllib.utils.torch_utils import convert_to_torch_tensor
+
+        if batch:  # something upstream already filled the batch: RLlib's pieces
+            return _run_pieces(
+                self,
+                batch,
+                dict(
+                    kwargs,
+                    rl_module=rl_module,
+                    episodes=episodes,
+                    explore=explore,
+                    shared_data=shared_data if shared_data is not None else {},
+                    metrics=metrics,
+                ),
+            )
+        if shared_data is not None:
+            shared_data["memorized_map_structure"] = [
+                ep.multi_agent_episode_id or ep.id_ for ep in episodes
+            ]
+        obs = batch_fn(
+            [ep.get_observations(-1) for ep in episodes],
+            individual_items_already_have_batch_dim="auto",
+        )
+        to_tensor = self.connectors[-1]
+        return {
+            Columns.OBS: convert_to_torch_tensor(
+                obs, pin_memory=to_tensor._pin_memory, device=to_tensor._device
+            )
+        }
+
+
+class FusedDiscreteActionsToEnv(LeanModuleToEnvPipeline):
+    """RLlib's default module-to-env pipeline for a Discrete action, in one pass.
+
+    Samples the action from the module's action distribution inputs with RLlib's
+    distribution classes (``GetActions``), converts every column to numpy and splits it
+    into one item per episode (``TensorToNumpy``, ``UnBatchToIndividualItems``,
+    ``ListifyDataForVectorEnv``: lists, the action columns batched again), and copies
+    the actions to ``actions_for_env`` (``NormalizeAndClipActions``; unsquashing and
+    clipping leave a Discrete action unchanged).
+    """
+
+    def __call__(
+        self,
+        *,
+        rl_module,
+        batch: dict,
+        episodes,
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics=None,
+        **kwargs: Any,
+    ) -> dict:
+        """The env runner's dict: actions, actions for the env, per-episode outputs."""
+        import copy
+
+        from ray.rllib.core.columns import Columns
+        from ray.rllib.utils.numpy import convert_to_numpy
+        from ray.rllib.utils.spaces.space_utils import batch as batch_fn
+        from ray.rllib.utils.spaces.space_utils import unbatch as unbatch_fn
+
+        if not _sample_categorical(rl_module, batch, explore):
+            self.connectors[0](  # GetActions
+                rl_module=rl_module,
+                batch=batch,
+                episodes=episodes,
+                explore=explore,
+                shared_data=shared_data,
+            )
+        clip = self.connectors[4]
+        out = {}
+        for column, data in batch.items():
+            items = unbatch_fn(convert_to_numpy(data))
+            out[column] = batch_fn(items) if column == Columns.ACTIONS else items
+        if clip.normalize_actions or clip.clip_actions:
+            out[Columns.ACTIONS_FOR_ENV] = copy.deepcopy(out[Columns.ACTIONS])
+        return out
+
+
+def _sample_categorical(rl_module, batch: dict, explore) -> bool:
+    """``GetActions`` for RLlib's ``TorchCategorical`` when exploring, without the objects.
+
+    ``torch.distributions.Categorical(logits=x)`` normalises ``x - logsumexp(x)``, samples
+    ``multinomial(softmax(.), 1, replacement=True)`` and takes the log-probability by
+    ``gather``; the same ops here give the same actions (the same generator draws) and
+    the same log-probabilities. Returns False (nothing done) in any other case.
+    """
+    import torch
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
+
+    if (
+        not explore
+        or Columns.ACTIONS in batch
+        or Columns.ACTION_LOGP in batch
+        or Columns.ACTION_DIST_INPUTS not in batch
+        or rl_module.get_exploration_action_dist_cls() is not TorchCategorical
+    ):
+        return False
+    logits = batch[Columns.ACTION_DIST_INPUTS]
+    norm = logits - logits.logsumexp(dim=-1, keepdim=True)
+    probs = torch.softmax(norm, dim=-1)
+    actions = torch.multinomial(probs.reshape(-1, norm.shape[-1]), 1, True).T
+    actions = actions.reshape(norm.shape[:-1])
+    batch[Columns.ACTIONS] = actions
+    batch[Columns.ACTION_LOGP] = norm.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+    return True
+
+
+def make_fused(pipeline, config, observation_space, action_space):
+    """The fused pipeline in place of RLlib's default one where it applies (see above)."""
+    if not fusable(config, observation_space, action_space):
+        return pipeline
+    if type(pipeline) in (EnvToModulePipeline, LeanEnvToModulePipeline) and (
+        _is_default_env_to_module(pipeline)
+    ):
+        pipeline.__class__ = FusedFlatObsToModule
+    elif type(pipeline) in (ModuleToEnvPipeline, LeanModuleToEnvPipeline) and (
+        _is_default_module_to_env(pipeline)
+    ):
+        pipeline.__class__ = FusedDiscreteActionsToEnv
+    return pipeline

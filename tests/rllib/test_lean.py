@@ -8,14 +8,19 @@ import torch
 
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
 from rllib_fair.algorithms import get_config_class
-from rllib_fair.rllib.lean import LeanEnvToModulePipeline, LeanModuleToEnvPipeline
+from rllib_fair.rllib.lean import (
+    FusedDiscreteActionsToEnv,
+    FusedFlatObsToModule,
+    LeanEnvToModulePipeline,
+    LeanModuleToEnvPipeline,
+)
 
 
-def _algo(name: str, connector_metrics: bool):
+def _algo(name: str, connector_metrics: bool, num_envs: int = 1, env: str = "fair/Lending-v0"):
     cfg = (
         get_config_class(name)()
-        .environment("fair/Lending-v0")
-        .env_runners(num_env_runners=0)
+        .environment(env)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=num_envs)
         .training(train_batch_size_per_learner=256, minibatch_size=64, num_epochs=1)
         .rl_module(model_config={"fcnet_hiddens": [16, 16]})
         .reporting(connector_metrics=connector_metrics)
@@ -36,16 +41,28 @@ def _arrays(episodes) -> dict:
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize("name", ["PPO", "POCAR"])
-def test_same_samples_and_same_training_as_rllibs_pipeline(ray_session, name):
+@pytest.mark.parametrize(
+    ("name", "num_envs", "env"),
+    [
+        ("PPO", 1, "fair/Lending-v0"),
+        ("POCAR", 1, "fair/Lending-v0"),
+        ("PPO", 3, "fair/Lending-v0"),  # several sub-envs: per-env order and resets
+        ("SELLF", 2, "fair/LendingFICO-v0"),  # an extra module output (label prob)
+        ("PPO", 1, "fair/Attention-v0"),  # Box action: lean, not fused
+    ],
+)
+def test_same_samples_and_same_training_as_rllibs_pipeline(ray_session, name, num_envs, env):
     runs = {}
     for connector_metrics in (False, True):
-        algo = _algo(name, connector_metrics)
+        algo = _algo(name, connector_metrics, num_envs, env)
         try:
             runner = algo.env_runner
             lean = not connector_metrics
+            fused = lean and env != "fair/Attention-v0"
             assert isinstance(runner._env_to_module, LeanEnvToModulePipeline) is lean
             assert isinstance(runner._module_to_env, LeanModuleToEnvPipeline) is lean
+            assert isinstance(runner._env_to_module, FusedFlatObsToModule) is fused
+            assert isinstance(runner._module_to_env, FusedDiscreteActionsToEnv) is fused
             result = algo.train()
             episodes = runner.sample(num_timesteps=300, explore=True)
             weights = algo.get_module().state_dict()
@@ -58,6 +75,7 @@ def test_same_samples_and_same_training_as_rllibs_pipeline(ray_session, name):
     (lean_data, lean_w, lean_timers), (rl_data, rl_w, rl_timers) = runs[False], runs[True]
     for key in lean_data:
         np.testing.assert_array_equal(lean_data[key], rl_data[key], err_msg=key)
+        assert lean_data[key].dtype == rl_data[key].dtype, key
     for key in lean_w:  # one training iteration from the same batch: same weights
         assert torch.equal(torch.as_tensor(lean_w[key]), torch.as_tensor(rl_w[key])), key
     # only RLlib's path writes the per-connector timers

@@ -108,6 +108,7 @@ def test_lucbfair_beats_myopic_fair_paper_budget():
     """Spec 5 at the tuned example's budget: K = 500, last 50 episodes, seed 0.
 
     The run of ``docs/results/lucbfair.md`` (reset seeds k): L-UCBFair final q 0.731,
-    last-50 loss 0.577; Myopic-Fair 0.000 / 0.925. Re-measured: the same numbers; 118 s and 271 s in two runs here (load).
+    last-50 loss 0.577; Myopic-Fair 0.000 / 0.925. Re-measured: the same numbers; 118 s
+    and 271 s in two runs here (the machine's load).
     """
     check_spec5(episodes=500, last=50, seed=0)

@@ -37,6 +37,12 @@ ENTRY_POINTS: dict[str, str] = {
     "fair/QuarterlyLending-v0": "rllib_fair.envs.quarterly_lending:QuarterlyLendingEnv",
 }
 
+#: Native vector versions (gymnasium ``vector_entry_point``): N copies in one numpy step,
+#: the same per-copy trajectories as ``SyncVectorEnv`` over single copies.
+VECTOR_ENTRY_POINTS: dict[str, str] = {
+    "fair/Lending-v0": "rllib_fair.envs.lending_vector:LendingVectorEnv",
+}
+
 #: Every environment id this package registers.
 ENV_IDS: tuple[str, ...] = tuple(ENTRY_POINTS)
 
@@ -47,6 +53,7 @@ __all__ = [
     "FairEnvMixin",
     "LendingEnv",
     "LendingFICOEnv",
+    "VECTOR_ENTRY_POINTS",
     "env_class",
     "env_info",
     "register_envs",
@@ -61,7 +68,11 @@ def register_envs() -> None:
     """
     for env_id, entry_point in ENTRY_POINTS.items():
         if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, entry_point=entry_point)
+            gymnasium.register(
+                id=env_id,
+                entry_point=entry_point,
+                vector_entry_point=VECTOR_ENTRY_POINTS.get(env_id),
+            )
 
 
 def env_class(env_id: str) -> type:

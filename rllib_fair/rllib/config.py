@@ -80,6 +80,8 @@ class FairnessConfigMixin:
         self.fairness_columns: bool = True
         # RLlib's per-connector timers on the sampling path (rllib_fair.rllib.lean)
         self.connector_metrics: bool = False
+        # the env's native vector version (VECTOR_ENTRY_POINTS) instead of SyncVectorEnv
+        self.native_vector_env: bool | str = "auto"
         self._user_callbacks: list = []
         self._sync_callbacks()
 
@@ -133,6 +135,27 @@ class FairnessConfigMixin:
         super().reporting(**kwargs)
         if connector_metrics is not NotProvided:
             self.connector_metrics = connector_metrics
+        return self
+
+    def env_runners(self, *, native_vector_env: bool | str = NotProvided, **kwargs):
+        """RLlib's ``env_runners()`` plus ``native_vector_env``.
+
+        An environment with a native vector version
+        (:data:`rllib_fair.envs.VECTOR_ENTRY_POINTS`: N copies in one numpy step, the
+        same per-copy trajectories as gymnasium's ``SyncVectorEnv``) is sampled through
+        it when ``native_vector_env`` is True, or when it is ``"auto"`` (default) and
+        ``num_envs_per_env_runner`` is at least :data:`NATIVE_VECTOR_MIN_ENVS` (below
+        that the numpy step's fixed cost loses to the scalar envs: see
+        ``benchmarks/vector_env.py``), by setting RLlib's ``gym_env_vectorize_mode`` to
+        ``vector_entry_point`` where it is left at its default ``sync``. False keeps
+        ``SyncVectorEnv`` over single copies.
+
+        Returns:
+            This updated config.
+        """
+        super().env_runners(**kwargs)
+        if native_vector_env is not NotProvided:
+            self.native_vector_env = native_vector_env
         return self
 
     def callbacks(self, callbacks_class=NotProvided, **kwargs):
@@ -192,6 +215,17 @@ class FairnessConfigMixin:
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """Checks the fairness settings, then RLlib's own."""
+        native = self.native_vector_env
+        if not (isinstance(native, bool) or native == "auto"):
+            raise ValueError(
+                f"native_vector_env: {native!r} is invalid; valid choices: auto, true, false"
+            )
+        if native == "auto":
+            native = (self.num_envs_per_env_runner or 1) >= NATIVE_VECTOR_MIN_ENVS
+        if native and _has_native_vector(self.env):
+            mode = getattr(self.gym_env_vectorize_mode, "value", self.gym_env_vectorize_mode)
+            if mode == "sync":
+                self.gym_env_vectorize_mode = "vector_entry_point"
         super().validate()
         self.validate_fairness()
 
@@ -342,3 +376,16 @@ def _env_meta(env) -> dict | None:
     if env_id not in ENV_IDS:
         return None
     return env_info(env_id)
+
+
+#: ``native_vector_env="auto"`` uses a native vector env from this many copies per runner
+#: (``benchmarks/vector_env.py`` on fair/Lending-v0, 2 CPUs: native 0.6-0.8x of
+#: SyncVectorEnv at 8 copies, 1.4x at 12, 3.3-3.5x at 24-32, 14x at 128).
+NATIVE_VECTOR_MIN_ENVS = 16
+
+
+def _has_native_vector(env) -> bool:
+    """Whether ``env`` (an id) has a native vector version in this package."""
+    from rllib_fair.envs import VECTOR_ENTRY_POINTS
+
+    return isinstance(env, str) and env in VECTOR_ENTRY_POINTS

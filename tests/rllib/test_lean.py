@@ -108,3 +108,41 @@ def test_cached_train_mode_keeps_every_submodule_consistent():
         model_config={"fcnet_hiddens": [8], "weight_init": "rllib"},
     )
     assert not any(m.training for m in inference.modules())  # env runners: eval from setup
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("num_envs", [1, 4])
+def test_native_vector_env_samples_and_trains_as_sync_vector_env(ray_session, num_envs):
+    """fair/Lending-v0's native vector env: RLlib gets the same episodes, same weights."""
+    from rllib_fair.envs.lending_vector import LendingVectorEnv
+
+    runs = {}
+    for native in (True, False):
+        cfg = (
+            get_config_class("POCAR")()
+            .environment("fair/Lending-v0", env_config={"max_steps": 120})
+            .env_runners(
+                num_env_runners=0, num_envs_per_env_runner=num_envs, native_vector_env=native
+            )
+            .training(train_batch_size_per_learner=256, minibatch_size=64, num_epochs=1)
+            .rl_module(model_config={"fcnet_hiddens": [16, 16]})
+            .debugging(seed=2)
+        )
+        algo = cfg.build_algo()
+        try:
+            runner = algo.env_runner
+            assert isinstance(runner.env.unwrapped, LendingVectorEnv) is native
+            result = algo.train()
+            episodes = runner.sample(num_timesteps=400, explore=True)
+            infos = [ep.get_infos()[-1]["fairness"] for ep in episodes]
+            runs[native] = (_arrays(episodes), algo.get_module().state_dict(), infos, result)
+        finally:
+            algo.stop()
+    (n_data, n_w, n_inf, n_res), (s_data, s_w, s_inf, s_res) = runs[True], runs[False]
+    for key in s_data:
+        np.testing.assert_array_equal(n_data[key], s_data[key], err_msg=key)
+    for a, b in zip(n_inf, s_inf, strict=True):
+        np.testing.assert_array_equal(a, b)
+    for key in s_w:
+        assert torch.equal(torch.as_tensor(n_w[key]), torch.as_tensor(s_w[key])), key
+    assert n_res["fairness"] == s_res["fairness"]

@@ -1,0 +1,120 @@
+"""Native vector envs against gymnasium's SyncVectorEnv, alone and inside RLlib sampling.
+
+Two tables, every row measured in alternating rounds in one process (one torch thread):
+
+1. The environment alone: env steps per second per copy of ``N`` copies, stepped with
+   random actions through ``SyncVectorEnv`` over single copies and through the native
+   vector env (``rllib_fair.envs.VECTOR_ENTRY_POINTS``).
+2. RLlib sampling (PPO's env runner in the driver, ``[64, 64]`` tanh network, exploring):
+   milliseconds per env step of ``runner.sample(num_timesteps=...)`` with
+   ``num_envs_per_env_runner = N``, native vector env on and off.
+
+Usage::
+
+    OMP_NUM_THREADS=1 RAY_AUTH_MODE=disabled python benchmarks/vector_env.py \\
+        [--env fair/Lending-v0] [--copies 1 8] [--steps 4096] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+try:
+    import rllib_fair  # noqa: F401, E402
+except ModuleNotFoundError:  # a checkout without `pip install -e .`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import rllib_fair  # noqa: F401, E402
+
+
+def env_rate(env_id: str, n: int, native: bool, steps: int) -> float:
+    """Env steps/s per copy (steps x n copies / seconds) with random actions."""
+    import gymnasium as gym
+
+    mode = "vector_entry_point" if native else "sync"
+    env = gym.make_vec(env_id, num_envs=n, vectorization_mode=mode)
+    env.reset(seed=0)
+    actions = np.random.default_rng(0).integers(0, 2, size=(steps, n))
+    start = time.perf_counter()
+    for t in range(steps):
+        env.step(actions[t])
+    rate = steps * n / (time.perf_counter() - start)
+    env.close()
+    return rate
+
+
+def sample_ms(env_id: str, n: int, native: bool, steps: int) -> float:
+    """Milliseconds per env step of RLlib's sampling (PPO's env runner, exploring)."""
+    from rllib_fair.algorithms import get_config_class
+
+    algo = (
+        get_config_class("PPO")()
+        .environment(env_id)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=n, native_vector_env=native)
+        .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
+        .debugging(seed=0)
+        .build_algo()
+    )
+    try:
+        runner = algo.env_runner
+        runner.sample(num_timesteps=steps // 4, explore=True)  # warm-up
+        start = time.perf_counter()
+        runner.sample(num_timesteps=steps, explore=True)
+        return (time.perf_counter() - start) / steps * 1e3
+    finally:
+        algo.stop()
+
+
+def main() -> None:
+    """Runs the alternating rounds and prints both tables."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default="fair/Lending-v0")
+    parser.add_argument("--copies", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--steps", type=int, default=4096)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    import ray
+
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="ERROR",
+    )
+    envs: dict = {}
+    sampling: dict = {}
+    for _ in range(args.rounds):
+        for n in args.copies:
+            for native in (False, True):
+                envs.setdefault((n, native), []).append(env_rate(args.env, n, native, 2000))
+                sampling.setdefault((n, native), []).append(
+                    sample_ms(args.env, n, native, args.steps)
+                )
+    print(f"\nenv={args.env}; median of {args.rounds} rounds")
+    print(f"{'copies':>7}{'sync steps/s/copy':>19}{'native':>12}{'ratio':>8}")
+    for n in args.copies:
+        s, v = (statistics.median(envs[(n, k)]) for k in (False, True))
+        print(f"{n:>7}{s:>19,.0f}{v:>12,.0f}{v / s:>8.2f}")
+    print(f"\n{'copies':>7}{'RLlib sampling ms/step, sync':>30}{'native':>10}{'ratio':>8}")
+    for n in args.copies:
+        s, v = (statistics.median(sampling[(n, k)]) for k in (False, True))
+        print(f"{n:>7}{s:>30.4f}{v:>10.4f}{s / v:>8.2f}")
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""A native vector version of ``fair/Lending-v0``: N copies stepped by numpy in one call.
+
+RLlib samples ``num_envs_per_env_runner`` copies through gymnasium's vector API. With
+gymnasium's ``SyncVectorEnv`` every step is N Python calls of :class:`LendingEnv.step`
+plus per-copy info merging; :class:`LendingVectorEnv` keeps the N copies' state in
+arrays (credit distributions ``[N, G, B]``, cash, running rates, the shown applicants)
+and updates them with a fixed number of numpy operations per step, whatever N is.
+
+Same trajectories per copy: copy ``i`` reset with ``seed=s`` draws from
+``np_random(s + i)`` (``SyncVectorEnv``'s seeding) in the same blocks of uniforms as
+:class:`LendingEnv` (``_UNIFORM_BLOCK`` rows of group, bin and label draws), so every
+observation, reward, termination and info equals what ``SyncVectorEnv`` over single
+copies returns, bit for bit (``tests/envs/test_lending_vector.py``). Episodes end and
+restart like gymnasium's default ``NEXT_STEP`` autoreset (the step after the last one
+resets that copy and returns its reset observation and info, reward 0), which RLlib
+expects; infos come as gymnasium's vector info dict (arrays plus ``_key`` masks) with
+the dtypes ``SyncVectorEnv`` would give them.
+
+Registered as the ``vector_entry_point`` of ``fair/Lending-v0``; the package's configs
+use it when ``native_vector_env`` is on (the default) by setting RLlib's
+``gym_env_vectorize_mode`` to ``vector_entry_point``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils import seeding
+
+from rllib_fair.envs.lending import LendingEnv
+from rllib_fair.fairness.counts import (
+    DECIDED,
+    NUM_FIELDS,
+    POPULATION,
+    QUALIFIED,
+    QUALIFIED_MASS,
+    SELECTED,
+    SELECTED_QUALIFIED,
+)
+
+
+class LendingVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` copies of :class:`LendingEnv` (same keyword arguments) in arrays."""
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
+        if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs={num_envs!r}: expected a positive integer")
+        self.num_envs = int(num_envs)
+        self.spec_env = spec = LendingEnv(**kwargs)  # validates every argument
+        self.single_observation_space = spec.observation_space
+        self.single_action_space = spec.action_space
+        self.observation_space = gym.vector.utils.batch_space(spec.observation_space, num_envs)
+        self.action_space = gym.vector.utils.batch_space(spec.action_space, num_envs)
+        n, g, b = self.num_envs, spec.n_groups, spec.n_bins
+        self._g, self._b = g, b
+        self._success = np.asarray(spec._success, dtype=np.float64)  # [G, B]
+        self._group_probs = np.asarray(spec.group_probs, dtype=np.float64)
+        self._group_cum = np.asarray(spec._group_cum, dtype=np.float64)
+        self._init_cluster = np.asarray(spec._init_cluster, dtype=np.float64)
+        self._cluster = np.zeros((n, g, b))
+        self._cluster_cum = np.zeros((n, g, b))
+        self._pop_rows = np.zeros((n, NUM_FIELDS - POPULATION, g))
+        self._cash = np.zeros(n)
+        self._t = np.zeros(n, dtype=np.int64)
+        self._qualified = np.zeros((n, g), dtype=np.int64)
+        self._sel_qualified = np.zeros((n, g), dtype=np.int64)
+        self._group = np.full(n, -1, dtype=np.int64)
+        self._bin = np.full(n, -1, dtype=np.int64)
+        self._label = np.full(n, -1, dtype=np.int64)
+        self._obs = np.zeros((n, spec.observation_space.shape[0]), dtype=np.float32)
+        self._rngs: list[np.random.Generator | None] = [None] * n
+        self._u_buf = np.zeros((n, spec._UNIFORM_BLOCK, spec._UNIFORM_WIDTH))
+        self._u_pos = np.full(n, spec._UNIFORM_BLOCK, dtype=np.int64)
+        self._needs_reset = np.zeros(n, dtype=bool)
+        self._started = False
+        self._rows = np.arange(n)
+
+    # ------------------------------------------------------------------ gymnasium API
+
+    def reset(
+        self, *, seed: int | list | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Resets every copy; ``seed`` s seeds copy i with s + i (or a list per copy)."""
+        if seed is None:
+            seeds = [None] * self.num_envs
+        elif isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"seed has {len(seeds)} entries for {self.num_envs} envs")
+        mask = np.ones(self.num_envs, dtype=bool)
+        for i, s in enumerate(seeds):
+            if s is not None or self._rngs[i] is None:
+                self._rngs[i], _ = seeding.np_random(s)
+                self._u_pos[i] = self._u_buf.shape[1]  # drop buffered draws
+        self._reset_copies(mask)
+        self._needs_reset[:] = False
+        self._started = True
+        return self._obs.copy(), self._infos_reset(mask)
+
+    def step(self, actions: Any) -> tuple:
+        """One step of every copy (copies whose episode ended last step reset instead)."""
+        if not self._started:
+            raise RuntimeError("LendingVectorEnv.step() called before reset()")
+        a = np.asarray(actions)
+        if a.shape != (self.num_envs,) or not np.issubdtype(a.dtype, np.integer):
+            if a.shape == (self.num_envs,) and np.all(np.isin(a, (0, 1))):
+                a = a.astype(np.int64)
+            else:
+                raise ValueError(
+                    f"actions {actions!r}: expected {self.num_envs} integers, "
+                    "each 0 (reject) or 1 (accept)"
+                )
+        if np.any((a != 0) & (a != 1)):
+            raise ValueError(f"actions {actions!r}: each action must be 0 (reject) or 1 (accept)")
+        resetting = self._needs_reset.copy()
+        stepping = ~resetting
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        terminated = np.zeros(self.num_envs, dtype=bool)
+        truncated = np.zeros(self.num_envs, dtype=bool)
+        spec = self.spec_env
+        counts = np.zeros((self.num_envs, NUM_FIELDS, self._g))
+        group = np.full(self.num_envs, -1, dtype=np.int64)
+        label = np.full(self.num_envs, -1, dtype=np.int64)
+        decision = np.full(self.num_envs, -1, dtype=np.int64)
+        if stepping.any():
+            rows = self._rows[stepping]
+            g, b, y = self._group[rows], self._bin[rows], self._label[rows]
+            acc = a[rows]
+            reward = np.where(acc == 1, np.where(y == 1, spec._gain, -spec.loan_amount), 0.0)
+            self._cash[rows] += reward
+            rewards[rows] = reward
+            # Delayed impact: accepted moves one bin up on repay, one down on default.
+            dst = np.where(
+                acc == 1,
+                np.where(y == 1, np.minimum(b + 1, self._b - 1), np.maximum(b - 1, 0)),
+                b,
+            )
+            moving = dst != b
+            if moving.any():
+                self._shift(rows[moving], g[moving], b[moving], dst[moving])
+            repaid = y == 1
+            if repaid.any():
+                r, gg = rows[repaid], g[repaid]
+                self._qualified[r, gg] += 1
+                self._sel_qualified[r, gg] += acc[repaid]
+                if spec._tpr_off >= 0:
+                    self._obs[r, spec._tpr_off + gg] = (
+                        self._sel_qualified[r, gg] / self._qualified[r, gg]
+                    )
+            self._t[rows] += 1
+            counts[rows, DECIDED, g] = 1.0
+            counts[rows, QUALIFIED, g] = y
+            counts[rows, SELECTED, g] = acc
+            counts[rows, SELECTED_QUALIFIED, g] = y * acc
+            counts[rows, POPULATION:] = self._pop_rows[rows]
+            group[rows], label[rows], decision[rows] = g, y, acc
+            terminated[rows] = self._cash[rows] < spec.loan_amount
+            truncated[rows] = self._t[rows] >= spec.max_steps
+            self._draw_applicants(rows)
+        if resetting.any():
+            self._reset_copies(resetting)
+            counts[resetting, POPULATION:] = self._pop_rows[resetting]
+        self._needs_reset = terminated | truncated
+        infos = {
+            "fairness": counts,
+            "_fairness": np.ones(self.num_envs, dtype=bool),
+            "group": group,
+            "_group": np.ones(self.num_envs, dtype=bool),
+            "label": label,
+            "_label": np.ones(self.num_envs, dtype=bool),
+            "decision": decision,
+            "_decision": np.ones(self.num_envs, dtype=bool),
+            "label_observed": (decision == 1).astype(np.int64),
+            "_label_observed": np.ones(self.num_envs, dtype=bool),
+        }
+        return self._obs.copy(), rewards, terminated, truncated, infos
+
+    # ------------------------------------------------------------------ internals
+
+    def _infos_reset(self, mask: np.ndarray) -> dict[str, Any]:
+        counts = np.zeros((self.num_envs, NUM_FIELDS, self._g))
+        counts[:, POPULATION:] = self._pop_rows
+        minus = np.full(self.num_envs, -1, dtype=np.int64)
+        return {
+            "fairness": counts,
+            "_fairness": mask.copy(),
+            "group": minus.copy(),
+            "_group": mask.copy(),
+            "label": minus.copy(),
+            "_label": mask.copy(),
+            "decision": minus.copy(),
+            "_decision": mask.copy(),
+            "label_observed": np.zeros(self.num_envs, dtype=np.int64),
+            "_label_observed": mask.copy(),
+        }
+
+    def _reset_copies(self, mask: np.ndarray) -> None:
+        rows = self._rows[mask]
+        self._cluster[rows] = self._init_cluster
+        self._cluster_cum[rows] = np.cumsum(self._init_cluster, axis=-1)
+        self._pop_rows[rows, 0] = self._group_probs
+        self._pop_rows[rows, QUALIFIED_MASS - POPULATION] = self._qualified_mass(rows)
+        self._cash[rows] = self.spec_env.starting_cash
+        self._t[rows] = 0
+        self._qualified[rows] = 0
+        self._sel_qualified[rows] = 0
+        self._obs[rows] = 0.0
+        self._group[rows] = -1
+        self._bin[rows] = -1
+        self._draw_applicants(rows)
+
+    def _qualified_mass(self, rows: np.ndarray) -> np.ndarray:
+        """``[len(rows), G]``: ``group_probs[g] * sum_b p_g[b] success[g][b]``."""
+        prod = self._cluster[rows] * self._success
+        total = prod[..., 0].copy()
+        for k in range(1, self._b):  # left to right, as LendingEnv's sum()
+            total += prod[..., k]
+        return self._group_probs * total
+
+    def _shift(self, rows, g, src, dst) -> None:
+        inc = self.spec_env.cluster_shift_increment
+        mass = np.minimum(self._cluster[rows, g, src], inc)
+        self._cluster[rows, g, src] -= mass
+        self._cluster[rows, g, dst] += mass
+        self._cluster_cum[rows, g] = np.cumsum(self._cluster[rows, g], axis=-1)
+        prod = self._cluster[rows, g] * self._success[g]
+        total = prod[:, 0].copy()
+        for k in range(1, self._b):
+            total += prod[:, k]
+        self._pop_rows[rows, QUALIFIED_MASS - POPULATION, g] = self._group_probs[g] * total
+
+    def _uniforms(self, rows: np.ndarray) -> np.ndarray:
+        """The next (group, bin, label) uniforms of each copy in ``rows``, ``[k, 3]``."""
+        block = self._u_buf.shape[1]
+        for i in rows[self._u_pos[rows] >= block]:
+            self._u_buf[i] = self._rngs[i].random((block, self._u_buf.shape[2]))
+            self._u_pos[i] = 0
+        u = self._u_buf[rows, self._u_pos[rows]]
+        self._u_pos[rows] += 1
+        return u
+
+    def _draw_applicants(self, rows: np.ndarray) -> None:
+        spec = self.spec_env
+        u = self._uniforms(rows)
+        gcum = self._group_cum
+        g = (gcum[None, :] <= (u[:, 0] * gcum[-1])[:, None]).sum(axis=1)
+        cum = self._cluster_cum[rows, g]
+        b = (cum <= (u[:, 1] * cum[:, -1])[:, None]).sum(axis=1)
+        obs = self._obs
+        if spec._bin_off >= 0:
+            old = self._bin[rows]
+            had = old >= 0
+            obs[rows[had], spec._bin_off + old[had]] = 0.0
+            obs[rows, spec._bin_off + b] = 1.0
+        if spec._group_off >= 0:
+            old = self._group[rows]
+            had = old >= 0
+            obs[rows[had], spec._group_off + old[had]] = 0.0
+            obs[rows, spec._group_off + g] = 1.0
+        self._group[rows] = g
+        self._bin[rows] = b
+        self._label[rows] = (u[:, 2] < self._success[g, b]).astype(np.int64)

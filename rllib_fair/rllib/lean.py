@@ -277,6 +277,7 @@ class FusedDiscreteActionsToEnv(LeanModuleToEnvPipeline):
         """The env runner's dict: actions, actions for the env, per-episode outputs."""
         import copy
 
+        import torch
         from ray.rllib.core.columns import Columns
         from ray.rllib.utils.numpy import convert_to_numpy
         from ray.rllib.utils.spaces.space_utils import batch as batch_fn
@@ -293,11 +294,29 @@ class FusedDiscreteActionsToEnv(LeanModuleToEnvPipeline):
         clip = self.connectors[4]
         out = {}
         for column, data in batch.items():
-            items = unbatch_fn(convert_to_numpy(data))
+            if isinstance(data, torch.Tensor) and data.dim() > 0:
+                items = list(_reduced_numpy(data))  # = unbatch(convert_to_numpy(data))
+            else:
+                items = unbatch_fn(convert_to_numpy(data))
             out[column] = batch_fn(items) if column == Columns.ACTIONS else items
         if clip.normalize_actions or clip.clip_actions:
             out[Columns.ACTIONS_FOR_ENV] = copy.deepcopy(out[Columns.ACTIONS])
         return out
+
+
+def _reduced_numpy(tensor):
+    """RLlib's ``convert_to_numpy`` of one tensor of rank >= 1, without the walk.
+
+    Float becomes float32 and signed int int32, as its ``reduce_type`` does.
+    """
+    import numpy as np
+
+    arr = tensor.detach().cpu().numpy()
+    if np.issubdtype(arr.dtype, np.floating):
+        return arr.astype(np.float32)
+    if np.issubdtype(arr.dtype, int):
+        return arr.astype(np.int32)
+    return arr
 
 
 def _sample_categorical(rl_module, batch: dict, explore) -> bool:

@@ -146,3 +146,38 @@ def test_native_vector_env_samples_and_trains_as_sync_vector_env(ray_session, nu
     for key in s_w:
         assert torch.equal(torch.as_tensor(n_w[key]), torch.as_tensor(s_w[key])), key
     assert n_res["fairness"] == s_res["fairness"]
+
+
+@pytest.mark.parametrize("share", [True, False])
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+@pytest.mark.parametrize("inference_only", [True, False])
+def test_direct_forward_equals_rllibs_nested_forward(share, activation, inference_only):
+    from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule, direct_mlp_plan
+    from rllib_fair.envs.lending import LendingEnv
+
+    env = LendingEnv()
+    module = FairPPOTorchRLModule(
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        inference_only=inference_only,
+        model_config={
+            "fcnet_hiddens": [32, 16],
+            "fcnet_activation": activation,
+            "vf_share_layers": share,
+            "weight_init": "orthogonal",
+        },
+    )
+    plan = direct_mlp_plan(module)
+    assert plan is not False and len(plan) == 5  # 2 hidden layers + 2 activations + logits
+    obs = torch.as_tensor(np.stack([env.observation_space.sample() for _ in range(7)]))
+    for forward in (module.forward_exploration, module.forward_inference):
+        direct = forward({"obs": obs})["action_dist_inputs"]
+        module._direct_plan = False  # RLlib's nested path
+        nested = forward({"obs": obs})["action_dist_inputs"]
+        module._direct_plan = None
+        assert torch.equal(direct, nested)
+    # a forward hook anywhere on the path: RLlib's path
+    module._direct_plan = None
+    handle = module.pi.net.mlp[0].register_forward_hook(lambda *a: None)
+    assert direct_mlp_plan(module) is False
+    handle.remove()

@@ -12,9 +12,10 @@ It prints env steps/s of whole training iterations (sampling + learning) per row
 ratio to SB3, and for our rows RLlib's own per-iteration breakdown (sampling, learner
 update, weight sync, in seconds per 2,048 steps, from the result's ``timers``).
 
-``--rllib-default`` adds a row for our PPO with RLlib's own sampling pipeline
-(``.reporting(connector_metrics=True)``: the per-connector timers on every step, see
-:mod:`rllib_fair.rllib.lean`), i.e. the path before this package's speed-ups.
+``--rllib-default`` adds a row for stock RLlib: ``ray.rllib.algorithms.ppo.PPOConfig``
+at the same settings, without any of this package's sampling or learner speed-ups
+(:mod:`rllib_fair.rllib.lean`, :mod:`rllib_fair.rllib.lean_learner`), i.e. where the
+package started.
 
 Usage::
 
@@ -84,12 +85,20 @@ def sb3_rate(args) -> float:
 
 
 def rllib_config(name: str, args, connector_metrics: bool = False):
-    """This package's ``name`` at the papers' PPO settings, everything in the driver."""
+    """This package's ``name`` (stock RLlib PPO for ``"RLlib PPO"``), papers' settings.
+
+    Sampling and learning both run in the driver.
+    """
     from rllib_fair.algorithms import get_config_class
 
-    return (
-        get_config_class(name)()
-        .environment(args.env)
+    if name == "RLlib PPO":
+        from ray.rllib.algorithms.ppo import PPOConfig
+
+        config = PPOConfig()
+    else:
+        config = get_config_class(name)()
+    config = (
+        config.environment(args.env)
         .env_runners(num_env_runners=0, num_envs_per_env_runner=1)
         .learners(num_learners=0)
         .training(
@@ -106,13 +115,12 @@ def rllib_config(name: str, args, connector_metrics: bool = False):
             use_kl_loss=False,
         )
         .rl_module(model_config={"fcnet_hiddens": list(args.net), "fcnet_activation": "tanh"})
-        .reporting(
-            min_time_s_per_iteration=0,
-            min_sample_timesteps_per_iteration=0,
-            connector_metrics=connector_metrics,
-        )
+        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=0)
         .debugging(seed=args.seed)
     )
+    if name != "RLlib PPO":
+        config.reporting(connector_metrics=connector_metrics)
+    return config
 
 
 def rllib_rate(name: str, args, connector_metrics: bool = False, profile: str | None = None):
@@ -150,7 +158,7 @@ def main() -> None:
     parser.add_argument("--env", default="fair/Lending-v0")
     parser.add_argument("--iters", type=int, default=3, help="timed iterations per run")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--rows", nargs="+", default=ROWS, choices=ROWS)
+    parser.add_argument("--rows", nargs="+", default=ROWS, choices=ROWS + ["RLlib PPO"])
     parser.add_argument("--rllib-default", action="store_true")
     parser.add_argument("--batch", type=int, default=2048)
     parser.add_argument("--minibatch", type=int, default=64)
@@ -171,7 +179,7 @@ def main() -> None:
         log_to_driver=False,
         logging_level="ERROR",
     )
-    rows = list(args.rows) + (["PPO, RLlib pipeline"] if args.rllib_default else [])
+    rows = list(args.rows) + (["RLlib PPO"] if args.rllib_default else [])
     rates: dict[str, list[float]] = {r: [] for r in rows}
     phases: dict[str, list[dict]] = {r: [] for r in rows}
     for rnd in range(args.rounds):
@@ -179,8 +187,7 @@ def main() -> None:
             if row == "SB3 PPO":
                 rates[row].append(sb3_rate(args))
                 continue
-            name, default = ("PPO", True) if row == "PPO, RLlib pipeline" else (row, False)
-            rate, ph = rllib_rate(name, args, connector_metrics=default)
+            rate, ph = rllib_rate(row, args)
             rates[row].append(rate)
             phases[row].append(ph)
         print(
@@ -188,9 +195,8 @@ def main() -> None:
             flush=True,
         )
     if args.profile:
-        name = "PPO" if args.profile == "PPO, RLlib pipeline" else args.profile
-        out = f"vs_sb3_{name.lower()}.prof"
-        rllib_rate(name, args, connector_metrics=args.profile != name, profile=out)
+        out = f"vs_sb3_{args.profile.lower().replace(' ', '_')}.prof"
+        rllib_rate(args.profile, args, profile=out)
         print(f"cProfile: {out}")
     base = statistics.median(rates["SB3 PPO"]) if rates.get("SB3 PPO") else None
     print(

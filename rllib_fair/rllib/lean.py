@@ -224,17 +224,14 @@ class FusedFlatObsToModule(LeanEnvToModulePipeline):
         from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
         if batch:  # something upstream already filled the batch: RLlib's pieces
-            return _run_pieces(
-                self,
-                batch,
-                dict(
-                    kwargs,
-                    rl_module=rl_module,
-                    episodes=episodes,
-                    explore=explore,
-                    shared_data=shared_data if shared_data is not None else {},
-                    metrics=metrics,
-                ),
+            return super().__call__(
+                rl_module=rl_module,
+                batch=batch,
+                episodes=episodes,
+                explore=explore,
+                shared_data=shared_data,
+                metrics=metrics,
+                **kwargs,
             )
         if shared_data is not None:
             shared_data["memorized_map_structure"] = [

@@ -17,9 +17,11 @@ from rllib_fair.rllib.lean import (
 
 
 def _algo(name: str, connector_metrics: bool, num_envs: int = 1, env: str = "fair/Lending-v0"):
+    # short Lending episodes: sub-envs end and reset inside the sampled steps
+    env_config = {"max_steps": 97} if env == "fair/Lending-v0" else {}
     cfg = (
         get_config_class(name)()
-        .environment(env)
+        .environment(env, env_config=env_config)
         .env_runners(num_env_runners=0, num_envs_per_env_runner=num_envs)
         .training(train_batch_size_per_learner=256, minibatch_size=64, num_epochs=1)
         .rl_module(model_config={"fcnet_hiddens": [16, 16]})

@@ -114,7 +114,13 @@ def rllib_config(name: str, args, connector_metrics: bool = False):
             grad_clip=0.5,
             use_kl_loss=False,
         )
-        .rl_module(model_config={"fcnet_hiddens": list(args.net), "fcnet_activation": "tanh"})
+        .rl_module(
+            model_config={
+                "fcnet_hiddens": list(args.net),
+                "fcnet_activation": "tanh",
+                "vf_share_layers": False,  # SB3: separate policy and value networks
+            }
+        )
         .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=0)
         .debugging(seed=args.seed)
     )

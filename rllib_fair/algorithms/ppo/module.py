@@ -76,7 +76,9 @@ def direct_mlp_plan(module) -> list | bool:
     Only for RLlib's default PPO networks: an MLP actor encoder (shared with the value
     function or not) and an MLP pi head made of ``nn.Linear`` layers and Tanh, ReLU or
     Sigmoid activations; no state, no hooks. :func:`run_plan` then computes exactly what
-    ``encoder(batch)[ENCODER_OUT][ACTOR]`` followed by ``pi(...)`` computes.
+    ``encoder(batch)[ENCODER_OUT][ACTOR]`` followed by ``pi(...)`` computes. The module
+    builds the plan at its first sampling forward and keeps it: a forward hook added to
+    its layers after that is not called (set ``module._direct_plan = None`` to rebuild).
     """
     from ray.rllib.core.models.torch.encoder import TorchMLPEncoder
     from ray.rllib.core.models.torch.heads import TorchMLPHead

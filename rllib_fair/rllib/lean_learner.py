@@ -160,19 +160,34 @@ class _DeferringMetrics:
     def _key(key) -> tuple:
         return tuple(key) if isinstance(key, (list, tuple)) else (key,)
 
-    def log_value(self, key, value, *, window=None, reduce="mean", **kwargs) -> None:
-        if window == 1 and reduce in _LAST_VALUE_REDUCES and not kwargs:
-            self._held[self._key(key)] = (value, {"window": 1, "reduce": reduce})
+    def log_value(self, key, value, **kwargs) -> None:
+        """Holds a ``window=1`` record back; passes any other one on as it came."""
+        if self._last_value_only(kwargs):
+            self._held[self._key(key)] = (value, kwargs)
         else:
-            self._metrics.log_value(key, value, window=window, reduce=reduce, **kwargs)
+            self._metrics.log_value(key, value, **kwargs)
 
-    def log_dict(self, value_dict, *, key=None, window=None, reduce="mean", **kwargs) -> None:
-        if window == 1 and reduce in _LAST_VALUE_REDUCES and not kwargs:
+    def log_dict(self, value_dict, **kwargs) -> None:
+        """Holds back the leaves of a ``window=1`` dict; passes any other one on."""
+        if self._last_value_only(kwargs):
+            key = kwargs.pop("key", None)
+            # log_dict's own default reduction is "mean" (log_value's is None)
+            kwargs.setdefault("reduce", "mean")
             prefix = self._key(key) if key is not None else ()
             for sub, value in _flatten(value_dict):
-                self._held[prefix + sub] = (value, {"window": 1, "reduce": reduce})
+                self._held[prefix + sub] = (value, kwargs)
         else:
-            self._metrics.log_dict(value_dict, key=key, window=window, reduce=reduce, **kwargs)
+            self._metrics.log_dict(value_dict, **kwargs)
+
+    @staticmethod
+    def _last_value_only(kwargs: dict) -> bool:
+        """A record whose reduced value is its last value: window 1, a plain reduction."""
+        extra = set(kwargs) - {"key", "reduce", "window"}
+        return (
+            kwargs.get("window") == 1
+            and kwargs.get("reduce") in (None,) + _LAST_VALUE_REDUCES
+            and not extra
+        )
 
     def flush(self) -> None:
         held, self._held = self._held, {}

@@ -197,3 +197,31 @@ def test_bad_optimizer_impl_is_a_one_line_error():
         r"foreach, fused, rllib",
     ):
         cfg.validate()
+
+
+def test_deferring_metrics_reduce_to_what_the_logger_gives():
+    """window=1 records held back, every other record passed on as it came: same reduce."""
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+    from rllib_fair.rllib.lean_learner import _DeferringMetrics
+
+    def log(m, i):
+        m.log_value(("p", "ema"), float(i))  # RLlib's default reduction (EMA)
+        m.log_value(("p", "last"), float(i) * 2, window=1)
+        m.log_value(("p", "sum"), i, reduce="sum")
+        m.log_dict({"a": float(i), "b": {"c": -float(i)}}, key="p", window=1)
+        m.log_value(("p", "lifetime"), 1, reduce="lifetime_sum", with_throughput=True)
+
+    direct, behind = MetricsLogger(), MetricsLogger()
+    proxy = _DeferringMetrics(behind)
+    for i in range(5):
+        log(direct, i)
+        log(proxy, i)
+    assert proxy._held  # the window-1 records are held back until read
+    assert proxy.peek(("p", "last")) == 8.0  # any read writes them first
+    proxy.flush()
+    expected, got = direct.reduce(), behind.reduce()
+    assert got.keys() == expected.keys()
+    for key in ("ema", "last", "sum", "a", "lifetime"):
+        assert got["p"][key].peek() == pytest.approx(expected["p"][key].peek()), key
+    assert got["p"]["b"]["c"].peek() == expected["p"]["b"]["c"].peek() == -4.0

@@ -26,8 +26,11 @@ from rllib_fair.rllib.lean_learner import LeanLearnerMixin
 
 
 def lean_loss_applies(module) -> bool:
-    """Whether :func:`lean_ppo_loss` computes ``module``'s loss: RLlib's Categorical
-    for both the train and the exploration distribution (Discrete actions)."""
+    """Whether :func:`lean_ppo_loss` computes ``module``'s loss.
+
+    It does where RLlib's Categorical is both the train and the exploration
+    distribution (Discrete actions).
+    """
     return (
         module.get_train_action_dist_cls() is TorchCategorical
         and module.get_exploration_action_dist_cls() is TorchCategorical
@@ -35,9 +38,9 @@ def lean_loss_applies(module) -> bool:
 
 
 def lean_ppo_loss(learner, *, module_id, config, batch, fwd_out, module) -> torch.Tensor:
-    """RLlib 2.60's ``PPOTorchLearner.compute_loss_for_module`` for Categorical actions,
-    without the distribution objects.
+    """RLlib 2.60's ``PPOTorchLearner.compute_loss_for_module`` without distribution objects.
 
+    For Categorical actions (:func:`lean_loss_applies`).
     The same tensors come out bit for bit (loss, gradients, logged metrics;
     ``tests/rllib/test_lean_learner.py``), because each value is made by the same torch
     ops in the same order as RLlib's path:
@@ -58,14 +61,17 @@ def lean_ppo_loss(learner, *, module_id, config, batch, fwd_out, module) -> torc
     """
     mask = batch.get(Columns.LOSS_MASK)
     if mask is None:
+
         def masked_mean(x):
             return torch.mean(x)
     else:
         num_valid = torch.sum(mask)
         if mask.dim() != 1 or mask.dtype != torch.bool:
+
             def masked_mean(x):
                 return torch.sum(x[mask]) / num_valid
         elif bool(num_valid == mask.shape[0]):
+
             def masked_mean(x):
                 return torch.sum(x) / num_valid
         else:
@@ -153,15 +159,21 @@ def _explained_variance(y: torch.Tensor, pred: torch.Tensor) -> torch.Tensor:
 
 
 class FairPPOTorchLearner(LeanLearnerMixin, PPOTorchLearner):
-    """RLlib's ``PPOTorchLearner`` behind :class:`LeanLearnerMixin`, with
-    :func:`lean_ppo_loss` for Discrete actions when ``lean_learner`` is on."""
+    """RLlib's ``PPOTorchLearner`` behind :class:`LeanLearnerMixin`.
+
+    With ``lean_learner`` on, Discrete-action modules get :func:`lean_ppo_loss`.
+    """
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         """PPO's loss: :func:`lean_ppo_loss` where it applies, else RLlib's."""
         module = self.module[module_id].unwrapped()
         if getattr(config, "lean_learner", False) and lean_loss_applies(module):
             return lean_ppo_loss(
-                self, module_id=module_id, config=config, batch=batch, fwd_out=fwd_out,
+                self,
+                module_id=module_id,
+                config=config,
+                batch=batch,
+                fwd_out=fwd_out,
                 module=module,
             )
         return super().compute_loss_for_module(

@@ -183,3 +183,71 @@ def test_direct_forward_equals_rllibs_nested_forward(share, activation, inferenc
     handle = module.pi.net.mlp[0].register_forward_hook(lambda *a: None)
     assert direct_mlp_plan(module) is False
     handle.remove()
+
+
+@pytest.mark.parametrize("share", [True, False])
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_direct_train_forward_equals_rllibs_bit_for_bit(share, activation):
+    """forward_train and compute_values, their outputs and their gradients, as RLlib's."""
+    from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule, direct_train_plan
+    from rllib_fair.envs.lending import LendingEnv
+
+    env = LendingEnv()
+    torch.manual_seed(3)
+    module = FairPPOTorchRLModule(
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        model_config={
+            "fcnet_hiddens": [32, 16],
+            "fcnet_activation": activation,
+            "vf_share_layers": share,
+        },
+    )
+    actor, critic, pi, vf = direct_train_plan(module)
+    assert (critic is None) == share and len(actor) == 4 and len(pi) == len(vf) == 1
+    obs = torch.as_tensor(np.stack([env.observation_space.sample() for _ in range(9)]))
+    batch = {"obs": obs}
+
+    def run(direct: bool):
+        module._train_plan = None if direct else False
+        module.zero_grad(set_to_none=True)
+        out = module.forward_train(batch)
+        values = module.compute_values(batch, embeddings=out["embeddings"])
+        values_alone = module.compute_values(batch)
+        loss = (out["action_dist_inputs"] ** 2).sum() + values.sum() + 0.5 * values_alone.sum()
+        loss.backward()
+        grads = {n: p.grad.clone() for n, p in module.named_parameters()}
+        return out, values, values_alone, grads
+
+    direct, nested = run(True), run(False)
+    for key in ("embeddings", "action_dist_inputs"):
+        assert torch.equal(direct[0][key], nested[0][key]), key
+    assert torch.equal(direct[1], nested[1]) and torch.equal(direct[2], nested[2])
+    assert direct[3].keys() == nested[3].keys()
+    for name in nested[3]:
+        assert torch.equal(direct[3][name], nested[3][name]), name
+    # an inference-only copy has no critic: the train path falls back to RLlib's
+    runner_copy = FairPPOTorchRLModule(
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        inference_only=True,
+        model_config={"fcnet_hiddens": [8], "vf_share_layers": share},
+    )
+    assert direct_train_plan(runner_copy)[3] is None
+
+
+def test_direct_plans_refuse_a_clipped_log_std_head():
+    """Box actions: RLlib clips the Gaussian head's log-stds, so its nested path runs."""
+    import gymnasium as gym
+
+    from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule, direct_train_plan
+
+    module = FairPPOTorchRLModule(
+        observation_space=gym.spaces.Box(-1.0, 1.0, (3,), np.float32),
+        action_space=gym.spaces.Box(0.0, 1.0, (2,), np.float32),
+        model_config={"fcnet_hiddens": [8]},
+    )
+    assert module.pi.clip_log_std
+    assert direct_train_plan(module) is False
+    obs = torch.zeros(2, 3)
+    assert module.forward_exploration({"obs": obs})["action_dist_inputs"].shape == (2, 4)

@@ -70,54 +70,87 @@ def apply_weight_init(module: nn.Module, scheme: str, output_gains: dict[str, fl
 _ACTIVATIONS = {nn.Tanh: torch.tanh, nn.ReLU: torch.relu, nn.Sigmoid: torch.sigmoid}
 
 
-def direct_mlp_plan(module) -> list | bool:
-    """The actor path obs -> encoder MLP -> pi MLP as a flat list of layers, or False.
+def _hooked(*parts) -> bool:
+    """Whether any of ``parts`` has a forward or forward-pre hook."""
+    return any(p._forward_hooks or p._forward_pre_hooks for p in parts)
 
-    Only for RLlib's default PPO networks: an MLP actor encoder (shared with the value
-    function or not) and an MLP pi head made of ``nn.Linear`` layers and Tanh, ReLU or
-    Sigmoid activations; no state, no hooks. :func:`run_plan` then computes exactly what
-    ``encoder(batch)[ENCODER_OUT][ACTOR]`` followed by ``pi(...)`` computes. The module
-    builds the plan at its first sampling forward and keeps it: a forward hook added to
-    its layers after that is not called (set ``module._direct_plan = None`` to rebuild).
+
+def _mlp_steps(model) -> list | None:
+    """A ``TorchMLPEncoder``/``TorchMLPHead``'s layers as plan steps, or None.
+
+    None unless the model is exactly that class (a head with no log-std clipping), with
+    no hooks, over an ``nn.Sequential`` of ``nn.Linear`` and Tanh/ReLU/Sigmoid layers.
     """
     from ray.rllib.core.models.torch.encoder import TorchMLPEncoder
     from ray.rllib.core.models.torch.heads import TorchMLPHead
 
+    if type(model) not in (TorchMLPEncoder, TorchMLPHead) or getattr(model, "clip_log_std", False):
+        return None
+    seq = getattr(getattr(model, "net", None), "mlp", None)
+    if not isinstance(seq, nn.Sequential) or _hooked(model, model.net, seq):
+        return None
+    steps = []
+    for layer in seq:
+        if _hooked(layer):
+            return None
+        if type(layer) is nn.Linear:
+            steps.append(layer)
+        elif type(layer) in _ACTIVATIONS:
+            steps.append(_ACTIVATIONS[type(layer)])
+        else:
+            return None
+    return steps
+
+
+def direct_train_plan(module) -> tuple | bool:
+    """RLlib's default PPO networks as flat layer lists, or False.
+
+    Returns ``(actor, critic, pi, vf)``: the actor encoder's, the critic encoder's (None
+    where the encoder is shared), the pi head's and the value head's steps, each for
+    :func:`run_plan`. False unless the module is stateless, its encoder is RLlib's
+    ``TorchActorCriticEncoder`` over ``TorchMLPEncoder`` networks and its heads are
+    ``TorchMLPHead`` networks (no log-std clipping), built of ``nn.Linear`` layers and
+    Tanh, ReLU or Sigmoid activations, with no hooks anywhere (global ones included).
+    An inference-only module (an env runner's copy) has no critic: its ``critic`` and
+    ``vf`` are None.
+    """
     encoder = getattr(module, "encoder", None)
     shared = getattr(getattr(encoder, "config", None), "shared", None)
-    # the actor path: the shared encoder, or the separate actor encoder
-    actor = getattr(encoder, "encoder" if shared else "actor_encoder", None)
-    pi = getattr(module, "pi", None)
     if (
         module.is_stateful()
         or type(encoder).__name__ != "TorchActorCriticEncoder"
-        or encoder._forward_hooks
-        or encoder._forward_pre_hooks
-        or type(actor) is not TorchMLPEncoder
-        or type(pi) is not TorchMLPHead
+        or _hooked(encoder, module)
     ):
         return False
-    plan = []
-    for part in (actor, actor.net, pi, pi.net):
-        if part._forward_hooks or part._forward_pre_hooks:
+    actor = _mlp_steps(getattr(encoder, "encoder" if shared else "actor_encoder", None))
+    pi = _mlp_steps(getattr(module, "pi", None))
+    if actor is None or pi is None:
+        return False
+    critic = vf = None
+    if not module.inference_only:
+        vf = _mlp_steps(getattr(module, "vf", None))
+        if not shared:
+            critic = _mlp_steps(getattr(encoder, "critic_encoder", None))
+        if vf is None or (not shared and critic is None):
             return False
-    for seq in (actor.net.mlp, pi.net.mlp):
-        if not isinstance(seq, nn.Sequential) or seq._forward_hooks or seq._forward_pre_hooks:
-            return False
-        for layer in seq:
-            if layer._forward_hooks or layer._forward_pre_hooks:
-                return False
-            if type(layer) is nn.Linear:
-                plan.append(layer)
-            elif type(layer) in _ACTIVATIONS:
-                plan.append(_ACTIVATIONS[type(layer)])
-            else:
-                return False
     from torch.nn.modules import module as torch_module
 
     if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
         return False
-    return plan
+    return actor, critic, pi, vf
+
+
+def direct_mlp_plan(module) -> list | bool:
+    """The actor path obs -> encoder MLP -> pi MLP as one flat list of layers, or False.
+
+    :func:`run_plan` then computes exactly what ``encoder(batch)[ENCODER_OUT][ACTOR]``
+    followed by ``pi(...)`` computes (conditions: :func:`direct_train_plan`). The module
+    builds its plans at its first forward and keeps them: a forward hook added to its
+    layers after that is not called (set ``module._direct_plan = None`` and
+    ``module._train_plan = None`` to rebuild).
+    """
+    plan = direct_train_plan(module)
+    return False if plan is False else plan[0] + plan[2]
 
 
 def run_plan(plan: list, x: torch.Tensor) -> torch.Tensor:
@@ -146,6 +179,8 @@ class FairPPOTorchRLModule(CachedTrainModeMixin, DefaultPPOTorchRLModule):
     #: The layer-by-layer plan of the actor path (built on the first sampling forward;
     #: False where the module is not RLlib's default MLP).
     _direct_plan = None
+    #: :func:`direct_train_plan` (built on the first train forward or value call).
+    _train_plan = None
 
     def setup(self):
         """RLlib's networks, the subclass's extra networks, then the initialisation."""
@@ -172,6 +207,43 @@ class FairPPOTorchRLModule(CachedTrainModeMixin, DefaultPPOTorchRLModule):
         if plan is False:
             return super()._forward(batch, **kwargs)
         return {Columns.ACTION_DIST_INPUTS: run_plan(plan, batch[Columns.OBS])}
+
+    # -------------------------------------------------------------- train forward
+    def _plans(self):
+        plan = self._train_plan
+        if plan is None:
+            plan = self._train_plan = direct_train_plan(self)
+        return plan
+
+    def _forward_train(self, batch, **kwargs):
+        """RLlib's train forward (actor and critic embeddings, logits), layer by layer.
+
+        Same layers, same ops and the same order of graph construction as RLlib's
+        nested path (actor encoder, critic encoder, pi head), so the outputs and the
+        gradients are equal bit for bit (``tests/rllib/test_lean.py``); RLlib's path
+        where the module is not its default MLP.
+        """
+        plan = self._plans()
+        if plan is False or plan[3] is None:
+            return super()._forward_train(batch, **kwargs)
+        actor, critic, pi, _ = plan
+        obs = batch[Columns.OBS]
+        actor_out = run_plan(actor, obs)
+        critic_out = actor_out if critic is None else run_plan(critic, obs)
+        return {
+            Columns.EMBEDDINGS: critic_out,
+            Columns.ACTION_DIST_INPUTS: run_plan(pi, actor_out),
+        }
+
+    def compute_values(self, batch, embeddings=None):
+        """RLlib's ``compute_values`` (value head on the critic embeddings), layer by layer."""
+        plan = self._plans()
+        if plan is False or plan[3] is None:
+            return super().compute_values(batch, embeddings=embeddings)
+        actor, critic, _, vf = plan
+        if embeddings is None:
+            embeddings = run_plan(actor if critic is None else critic, batch[Columns.OBS])
+        return run_plan(vf, embeddings).squeeze(-1)
 
     def setup_extra(self) -> None:
         """Hook for subclasses' extra networks; the base module has none."""

@@ -10,6 +10,9 @@ import pytest
 from rllib_fair.algorithms import get_config_class
 from rllib_fair.cli import main
 
+# the module-scoped checkpoint is trained once: keep these tests on one xdist worker
+pytestmark = pytest.mark.xdist_group("evaluate")
+
 
 @pytest.fixture(scope="module")
 def checkpoint(ray_session, tmp_path_factory):

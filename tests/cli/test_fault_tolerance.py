@@ -20,7 +20,8 @@ from rllib_fair.cli import main
 from rllib_fair.cli.runner import flatten
 from rllib_fair.envs.lending import LendingEnv
 
-pytestmark = pytest.mark.ray
+# the module-scoped fixture is computed once: keep these tests on one xdist worker
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("fault_tolerance")]
 
 FLAKY_ID = "rllib-fair-test/FlakyLending-v0"
 

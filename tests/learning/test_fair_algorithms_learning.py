@@ -15,7 +15,8 @@ import pytest
 
 from rllib_fair.algorithms import get_config_class
 
-pytestmark = pytest.mark.ray
+# the module-scoped fixture is computed once: keep these tests on one xdist worker
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("fair_learning")]
 
 ITERATIONS = 20
 COMMON = dict(lr=1e-3, train_batch_size_per_learner=4000, minibatch_size=250, num_epochs=5)

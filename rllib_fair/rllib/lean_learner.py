@@ -450,8 +450,22 @@ class LeanLearnerMixin:
             self._params[pid].grad = grad
         for module_id, names in self._module_optimizers.items():
             for name in names:
-                self.get_optimizer(module_id, name).step()
+                optimizer = self.get_optimizer(module_id, name)
+                if _idle_torch_optimizer(optimizer):
+                    continue  # e.g. SELLF's predictor Adam during PPO's minibatches
+                optimizer.step()
         return None
+
+
+def _idle_torch_optimizer(optimizer) -> bool:
+    """Whether ``optimizer`` is one of torch's own with no parameter holding a gradient.
+
+    Its ``step()`` would change nothing then (torch's optimizers skip parameters without
+    a gradient and keep no per-step state outside them), so it is skipped.
+    """
+    if not type(optimizer).__module__.startswith("torch.optim"):
+        return False
+    return all(p.grad is None for group in optimizer.param_groups for p in group["params"])
 
 
 class TrainingDataLike:

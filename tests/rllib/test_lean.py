@@ -251,3 +251,24 @@ def test_direct_plans_refuse_a_clipped_log_std_head():
     assert direct_train_plan(module) is False
     obs = torch.zeros(2, 3)
     assert module.forward_exploration({"obs": obs})["action_dist_inputs"].shape == (2, 4)
+
+
+def test_sellf_sampling_forward_predictor_equals_nested():
+    """SELLF's phi in the sampling forward, layer by layer, equals its nn.Sequential."""
+    from rllib_fair.algorithms.sellf.torch.sellf_torch_rl_module import SELLFTorchRLModule
+    from rllib_fair.envs.lending import LendingEnv
+
+    env = LendingEnv()
+    module = SELLFTorchRLModule(
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        inference_only=True,
+        model_config={"fcnet_hiddens": [16], "predictor_hiddens": [8]},
+    )
+    obs = torch.as_tensor(np.stack([env.observation_space.sample() for _ in range(5)]))
+    direct = module.forward_exploration({"obs": obs})
+    assert module._predictor_plan and len(module._predictor_plan) == 3
+    module._predictor_plan = module._direct_plan = False
+    nested = module.forward_exploration({"obs": obs})
+    for key in nested:
+        assert torch.equal(direct[key], nested[key]), key

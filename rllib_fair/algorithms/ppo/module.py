@@ -87,7 +87,17 @@ def _mlp_steps(model) -> list | None:
     if type(model) not in (TorchMLPEncoder, TorchMLPHead) or getattr(model, "clip_log_std", False):
         return None
     seq = getattr(getattr(model, "net", None), "mlp", None)
-    if not isinstance(seq, nn.Sequential) or _hooked(model, model.net, seq):
+    if _hooked(model, model.net):
+        return None
+    return sequential_steps(seq)
+
+
+def sequential_steps(seq) -> list | None:
+    """:func:`run_plan` steps of an ``nn.Sequential``, or None.
+
+    None unless every layer is an ``nn.Linear`` or a Tanh/ReLU/Sigmoid, with no hooks.
+    """
+    if not isinstance(seq, nn.Sequential) or _hooked(seq):
         return None
     steps = []
     for layer in seq:

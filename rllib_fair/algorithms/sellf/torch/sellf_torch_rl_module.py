@@ -7,7 +7,7 @@ import torch
 from ray.rllib.core.columns import Columns
 from torch import nn
 
-from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule
+from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule, run_plan, sequential_steps
 from rllib_fair.rllib import keys
 from rllib_fair.rllib.distributed import exclude_from_ddp
 
@@ -23,6 +23,8 @@ class SELLFTorchRLModule(FairPPOTorchRLModule):
     """
 
     OUTPUT_GAINS = {**FairPPOTorchRLModule.OUTPUT_GAINS, "predictor": 0.01}
+    #: phi's layers for the sampling forward (built on the first one; False: nested path)
+    _predictor_plan = None
 
     def setup_extra(self) -> None:
         """Builds the predictor (PPO's networks exist already)."""
@@ -44,6 +46,16 @@ class SELLFTorchRLModule(FairPPOTorchRLModule):
 
     def _forward(self, batch, **kwargs):
         out = super()._forward(batch, **kwargs)
+        obs = batch[Columns.OBS]
+        plan = self._predictor_plan
+        if plan is None:  # phi layer by layer, as the actor (same ops, same values)
+            plan = self._predictor_plan = sequential_steps(self.predictor) or False
+            if plan and not self._direct_plan:  # hooks somewhere: the nested path
+                plan = self._predictor_plan = False
         with torch.no_grad():
-            out[keys.LABEL_PREDICTION] = torch.sigmoid(self.predict_logits(batch[Columns.OBS]))
+            if plan is False:
+                logits = self.predict_logits(obs)
+            else:
+                logits = run_plan(plan, obs.reshape(obs.shape[0], -1).float()).squeeze(-1)
+            out[keys.LABEL_PREDICTION] = torch.sigmoid(logits)
         return out

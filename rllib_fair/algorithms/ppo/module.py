@@ -86,17 +86,21 @@ def _mlp_steps(model) -> list | None:
 
     if type(model) not in (TorchMLPEncoder, TorchMLPHead) or getattr(model, "clip_log_std", False):
         return None
-    seq = getattr(getattr(model, "net", None), "mlp", None)
     if _hooked(model, model.net):
         return None
-    return sequential_steps(seq)
+    return sequential_steps(model.net.mlp)
 
 
 def sequential_steps(seq) -> list | None:
     """:func:`run_plan` steps of an ``nn.Sequential``, or None.
 
-    None unless every layer is an ``nn.Linear`` or a Tanh/ReLU/Sigmoid, with no hooks.
+    None unless every layer is an ``nn.Linear`` or a Tanh/ReLU/Sigmoid and no hook is
+    registered on the layers, the container or globally.
     """
+    from torch.nn.modules import module as torch_module
+
+    if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
+        return None
     if not isinstance(seq, nn.Sequential) or _hooked(seq):
         return None
     steps = []
@@ -143,10 +147,6 @@ def direct_train_plan(module) -> tuple | bool:
             critic = _mlp_steps(getattr(encoder, "critic_encoder", None))
         if vf is None or (not shared and critic is None):
             return False
-    from torch.nn.modules import module as torch_module
-
-    if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
-        return False
     return actor, critic, pi, vf
 
 

@@ -23,7 +23,7 @@ class SELLFTorchRLModule(FairPPOTorchRLModule):
     """
 
     OUTPUT_GAINS = {**FairPPOTorchRLModule.OUTPUT_GAINS, "predictor": 0.01}
-    #: phi's layers for the sampling forward (built on the first one; False: nested path)
+    #: phi's layers for :meth:`predict_logits` (built on its first call; False: nested)
     _predictor_plan = None
 
     def setup_extra(self) -> None:
@@ -41,21 +41,19 @@ class SELLFTorchRLModule(FairPPOTorchRLModule):
         exclude_from_ddp(self, "predictor")
 
     def predict_logits(self, obs: torch.Tensor) -> torch.Tensor:
-        """Logits of P(Y = 1 | x, z), shape ``[B]``."""
-        return self.predictor(obs.reshape(obs.shape[0], -1).float()).squeeze(-1)
+        """Logits of P(Y = 1 | x, z), shape ``[B]``.
+
+        phi runs layer by layer (the same ops as its ``nn.Sequential``, so the same
+        values and gradients) unless hooks make it take the nested path.
+        """
+        plan = self._predictor_plan
+        if plan is None:
+            plan = self._predictor_plan = sequential_steps(self.predictor) or False
+        x = obs.reshape(obs.shape[0], -1).float()
+        return (self.predictor(x) if plan is False else run_plan(plan, x)).squeeze(-1)
 
     def _forward(self, batch, **kwargs):
         out = super()._forward(batch, **kwargs)
-        obs = batch[Columns.OBS]
-        plan = self._predictor_plan
-        if plan is None:  # phi layer by layer, as the actor (same ops, same values)
-            plan = self._predictor_plan = sequential_steps(self.predictor) or False
-            if plan and not self._direct_plan:  # hooks somewhere: the nested path
-                plan = self._predictor_plan = False
         with torch.no_grad():
-            if plan is False:
-                logits = self.predict_logits(obs)
-            else:
-                logits = run_plan(plan, obs.reshape(obs.shape[0], -1).float()).squeeze(-1)
-            out[keys.LABEL_PREDICTION] = torch.sigmoid(logits)
+            out[keys.LABEL_PREDICTION] = torch.sigmoid(self.predict_logits(batch[Columns.OBS]))
         return out

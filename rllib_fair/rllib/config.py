@@ -82,6 +82,8 @@ class FairnessConfigMixin:
         self.connector_metrics: bool = False
         # the env's native vector version (VECTOR_ENTRY_POINTS) instead of SyncVectorEnv
         self.native_vector_env: bool | str = "auto"
+        # FairEnvRunner's lean sampling loop (rllib_fair.rllib.env_runner)
+        self.lean_sampling: bool = True
         self._user_callbacks: list = []
         self._sync_callbacks()
 
@@ -137,8 +139,20 @@ class FairnessConfigMixin:
             self.connector_metrics = connector_metrics
         return self
 
-    def env_runners(self, *, native_vector_env: bool | str = NotProvided, **kwargs):
-        """RLlib's ``env_runners()`` plus ``native_vector_env``.
+    def env_runners(
+        self,
+        *,
+        native_vector_env: bool | str = NotProvided,
+        lean_sampling: bool = NotProvided,
+        **kwargs,
+    ):
+        """RLlib's ``env_runners()`` plus ``native_vector_env`` and ``lean_sampling``.
+
+        ``lean_sampling`` (default True): where no ``env_runner_cls`` is set, single-agent
+        sampling runs on :class:`rllib_fair.rllib.env_runner.FairEnvRunner`, whose loop
+        returns the same episodes as RLlib's with less per-step bookkeeping wherever the
+        fused pipelines apply (RLlib's loop elsewhere); False keeps RLlib's
+        ``SingleAgentEnvRunner``.
 
         An environment with a native vector version
         (:data:`rllib_fair.envs.VECTOR_ENTRY_POINTS`: N copies in one numpy step, the
@@ -156,6 +170,8 @@ class FairnessConfigMixin:
         super().env_runners(**kwargs)
         if native_vector_env is not NotProvided:
             self.native_vector_env = native_vector_env
+        if lean_sampling is not NotProvided:
+            self.lean_sampling = lean_sampling
         return self
 
     def callbacks(self, callbacks_class=NotProvided, **kwargs):
@@ -226,6 +242,20 @@ class FairnessConfigMixin:
             mode = getattr(self.gym_env_vectorize_mode, "value", self.gym_env_vectorize_mode)
             if mode == "sync":
                 self.gym_env_vectorize_mode = "vector_entry_point"
+        if not isinstance(self.lean_sampling, bool):
+            raise ValueError(
+                f"lean_sampling: {self.lean_sampling!r} is invalid; valid choices: true, false"
+            )
+        if (
+            self.lean_sampling
+            and self.env_runner_cls is None
+            and self.enable_env_runner_and_connector_v2
+            and not self.is_multi_agent
+            and not self.output
+        ):
+            from rllib_fair.rllib.env_runner import FairEnvRunner
+
+            self.env_runner_cls = FairEnvRunner
         super().validate()
         self.validate_fairness()
 

@@ -280,7 +280,8 @@ class FusedDiscreteActionsToEnv(LeanModuleToEnvPipeline):
         from ray.rllib.utils.spaces.space_utils import batch as batch_fn
         from ray.rllib.utils.spaces.space_utils import unbatch as unbatch_fn
 
-        if not _sample_categorical(rl_module, batch, explore):
+        sampled = _sample_categorical(rl_module, batch, explore)
+        if not sampled:
             self.connectors[0](  # GetActions
                 rl_module=rl_module,
                 batch=batch,
@@ -296,6 +297,8 @@ class FusedDiscreteActionsToEnv(LeanModuleToEnvPipeline):
             else:
                 items = unbatch_fn(convert_to_numpy(data))
             out[column] = batch_fn(items) if column == Columns.ACTIONS else items
+        if sampled:
+            check_sampled(out[Columns.ACTION_LOGP])
         if clip.normalize_actions or clip.clip_actions:
             out[Columns.ACTIONS_FOR_ENV] = copy.deepcopy(out[Columns.ACTIONS])
         return out
@@ -319,10 +322,16 @@ def _reduced_numpy(tensor):
 def _sample_categorical(rl_module, batch: dict, explore) -> bool:
     """``GetActions`` for RLlib's ``TorchCategorical`` when exploring, without the objects.
 
-    ``torch.distributions.Categorical(logits=x)`` normalises ``x - logsumexp(x)``, samples
-    ``multinomial(softmax(.), 1, replacement=True)`` and takes the log-probability by
-    ``gather``; the same ops here give the same actions (the same generator draws) and
-    the same log-probabilities. Returns False (nothing done) in any other case.
+    ``torch.distributions.Categorical(logits=x)`` normalises ``x - logsumexp(x)`` and
+    takes ``softmax`` of that; its ``sample()`` is ``multinomial(probs, 1, True)``, which
+    for one sample per row draws ``q ~ Exp(1)`` (``exponential_`` on the default
+    generator) and returns ``argmax(probs / q)``; the log-probability is a ``gather``.
+    The same ops here give the same actions (the same generator draws, the generator
+    left in the same state) and the same log-probabilities; what is skipped is the
+    distribution objects and ``multinomial``'s argument checks (``tests/rllib/test_lean.py``
+    compares with ``torch.multinomial`` over many seeds and shapes). Its check that the
+    probabilities are finite and non-negative is :func:`check_sampled` on the returned
+    log-probabilities. Returns False (nothing done) in any other case.
     """
     import torch
     from ray.rllib.core.columns import Columns
@@ -338,12 +347,28 @@ def _sample_categorical(rl_module, batch: dict, explore) -> bool:
         return False
     logits = batch[Columns.ACTION_DIST_INPUTS]
     norm = logits - logits.logsumexp(dim=-1, keepdim=True)
-    probs = torch.softmax(norm, dim=-1)
-    actions = torch.multinomial(probs.reshape(-1, norm.shape[-1]), 1, True).T
-    actions = actions.reshape(norm.shape[:-1])
+    probs = torch.softmax(norm, dim=-1).reshape(-1, norm.shape[-1])
+    draws = torch.empty_like(probs).exponential_(1)  # multinomial's one-sample path
+    actions = (probs / draws).argmax(dim=-1).reshape(norm.shape[:-1])
     batch[Columns.ACTIONS] = actions
-    batch[Columns.ACTION_LOGP] = norm.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+    batch[Columns.ACTION_LOGP] = norm.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
     return True
+
+
+def check_sampled(logp) -> None:
+    """``torch.multinomial``'s check, on the sampled actions' log-probabilities.
+
+    A row of logits with a NaN or ``+inf`` gives NaN probabilities (multinomial raises)
+    and a non-finite log-probability; a valid row never samples a zero-probability
+    action, so its log-probability is finite.
+    """
+    import numpy as np
+
+    if not np.isfinite(logp).all():
+        raise RuntimeError(
+            "probability tensor contains either `inf`, `nan` or element < 0 "
+            "(the module's action logits are not finite)"
+        )
 
 
 def make_fused(pipeline, config, observation_space, action_space):

@@ -1,0 +1,283 @@
+"""RLlib's single-agent env runner with a lean sampling loop for the fused pipelines.
+
+Profiling RLlib 2.60's ``SingleAgentEnvRunner._sample`` with 8 vectorised copies of
+``fair/Lending-v0`` (``benchmarks/vector_env.py``; 0.14-0.17 ms per env step before this
+runner) showed most of a vector step outside the environment and the network: per step,
+the connector pipelines move every column through per-episode lists and back; per
+copy, ``on_episode_step`` is dispatched through ``make_callback`` (three list and dict
+builds each) even when no callback defines it; two ``MetricsLogger.log_time`` records
+and one Prometheus counter update are written per step; the observations are unbatched
+into per-copy rows and stacked again for the next forward.
+
+:class:`FairEnvRunner._sample` runs the same steps in the same order where the
+env runner's pipelines are the fused ones of :mod:`rllib_fair.rllib.lean` (one agent,
+no state, flat Box observation, Discrete action, RLlib's default connector pieces) and
+``num_timesteps`` is given:
+
+* the module's forward, then the action sampling of ``FusedDiscreteActionsToEnv``
+  (the same torch ops on the same generator: the same actions and log-probabilities);
+* the env step through the same wrappers, its results added to each copy's episode
+  with ``add_env_reset`` / ``add_env_step`` exactly as RLlib does (the same values,
+  types and extra model outputs);
+* the next forward's input is the step's observation batch itself, which is what the
+  fused env-to-module pipeline stacks from the episodes' last observations;
+* ``on_episode_created`` / ``_start`` / ``_end`` are called where RLlib calls them;
+  ``on_episode_step`` only where a callback object defines it (``RLlibCallback``'s own
+  method does nothing) or ``callbacks_on_episode_step`` is set;
+* the inference and env-step timers get one record per ``sample()`` call (the mean per
+  step, same keys, same EMA reduction) and the Prometheus step counter one increment of
+  the call's step count (the same total).
+
+Everything else (episode cutting, numpy conversion, metrics, env-step failures) is
+RLlib's code. ``tests/rllib/test_env_runner.py`` checks that this loop and RLlib's
+return equal episodes (every observation, action, reward, info, extra model output,
+flag and length) for the same seed, with one and with eight copies, across sample
+calls and episode ends. ``lean_sampling=False`` (``.env_runners()``) keeps RLlib's loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import torch
+from ray.rllib.callbacks.callbacks import RLlibCallback
+from ray.rllib.core.columns import Columns
+from ray.rllib.env.env_errors import StepFailedRecreateEnvError
+from ray.rllib.env.env_runner import ENV_STEP_FAILURE, NUM_ENV_STEP_FAILURES_LIFETIME
+from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+from ray.rllib.utils.metrics import (
+    ENV_STEP_TIMER,
+    RLMODULE_INFERENCE_TIMER,
+    WEIGHTS_SEQ_NO,
+)
+from ray.rllib.utils.numpy import convert_to_numpy
+from ray.rllib.utils.spaces.space_utils import batch as batch_fn
+from ray.rllib.utils.spaces.space_utils import unbatch as unbatch_fn
+from ray.rllib.utils.torch_utils import convert_to_torch_tensor
+
+from rllib_fair.rllib.lean import (
+    FusedDiscreteActionsToEnv,
+    FusedFlatObsToModule,
+    _reduced_numpy,
+    _sample_categorical,
+    check_sampled,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _rows(data):
+    """One column of the module's output as per-copy items (FusedDiscreteActionsToEnv).
+
+    A batched tensor becomes one numpy array (float32 / int32, RLlib's
+    ``convert_to_numpy``) whose rows are the items; anything else RLlib's ``unbatch`` list.
+    """
+    if isinstance(data, torch.Tensor) and data.dim() > 0:
+        return _reduced_numpy(data)
+    return unbatch_fn(convert_to_numpy(data))
+
+
+def _defines(callback, name: str) -> bool:
+    """Whether ``callback`` overrides ``RLlibCallback.<name>`` (the base does nothing)."""
+    return getattr(type(callback), name, None) is not getattr(RLlibCallback, name)
+
+
+class FairEnvRunner(SingleAgentEnvRunner):
+    """``SingleAgentEnvRunner`` whose ``_sample`` takes the lean loop where it applies."""
+
+    def _lean_loop_applies(self, num_timesteps, random_actions) -> bool:
+        return (
+            num_timesteps is not None
+            and not random_actions
+            and self.module is not None
+            and getattr(self.config, "lean_sampling", False)
+            and type(self._env_to_module) is FusedFlatObsToModule
+            and type(self._module_to_env) is FusedDiscreteActionsToEnv
+        )
+
+    def _sample(
+        self,
+        *,
+        num_timesteps=None,
+        num_episodes=None,
+        explore: bool,
+        random_actions: bool = False,
+        force_reset: bool = False,
+    ):
+        """RLlib's ``_sample``; the lean loop for ``num_timesteps`` with fused pipelines."""
+        if not self._lean_loop_applies(num_timesteps, random_actions):
+            return super()._sample(
+                num_timesteps=num_timesteps,
+                num_episodes=num_episodes,
+                explore=explore,
+                random_actions=random_actions,
+                force_reset=force_reset,
+            )
+        return self._lean_sample(num_timesteps, explore, force_reset)
+
+    def _per_step_callbacks(self) -> bool:
+        return bool(self.config.callbacks_on_episode_step) or any(
+            _defines(cb, "on_episode_step") for cb in self._callbacks
+        )
+
+    def _lean_sample(self, num_timesteps: int, explore: bool, force_reset: bool):
+        """The loop of RLlib 2.60's ``SingleAgentEnvRunner._sample`` (see module docs)."""
+        if force_reset or self._needs_initial_reset:
+            self._reset_envs_and_episodes(explore)
+        n = self.num_envs
+        module = self.module
+        m2e = self._module_to_env
+        get_actions = m2e.connectors[0]
+        clip = m2e.connectors[4]
+        copy_for_env = clip.normalize_actions or clip.clip_actions
+        to_tensor = self._env_to_module.connectors[-1]
+        # convert_to_torch_tensor of a float32 array on the CPU is torch.from_numpy
+        direct_obs = to_tensor._device is None or torch.device(to_tensor._device).type == "cpu"
+
+        step_callbacks = self._per_step_callbacks()
+        runners = self.config.num_env_runners or 1
+        lifetime = self.num_env_steps_sampled_lifetime // runners
+        seq_no = self._weights_seq_no
+        ts = 0
+        env_steps = 0
+        done_episodes = []
+        inference_s = 0.0
+        env_s = 0.0
+        forward = module.forward_exploration if explore else module.forward_inference
+        perf = time.perf_counter
+        while ts < num_timesteps:
+            to_module = self._cached_to_module
+            self._cached_to_module = None
+            t0 = perf()
+            if explore:
+                batch = forward(to_module, t=(lifetime + ts) * runners)
+            else:
+                batch = forward(to_module)
+            inference_s += perf() - t0
+            # FusedDiscreteActionsToEnv: actions, then every column as numpy rows.
+            sampled = _sample_categorical(module, batch, explore)
+            if not sampled:
+                get_actions(
+                    rl_module=module,
+                    batch=batch,
+                    episodes=self._ongoing_episodes,
+                    explore=explore,
+                    shared_data=self._shared_data,
+                )
+            columns = {}
+            actions = None
+            for column, data in batch.items():
+                rows = _rows(data)
+                if column == Columns.ACTIONS:
+                    actions = rows if isinstance(rows, np.ndarray) else batch_fn(rows)
+                else:
+                    columns[column] = rows
+            if sampled:
+                check_sampled(columns[Columns.ACTION_LOGP])
+            actions_for_env = actions.copy() if copy_for_env else actions
+            t0 = perf()
+            try:
+                results = self.env.step(actions_for_env)
+            except Exception as error:  # RLlib's handling (recreate or raise)
+                env_s += perf() - t0
+                results = self._env_step_failed(error)
+            else:
+                env_s += perf() - t0
+                env_steps += 1
+            if results is ENV_STEP_FAILURE:
+                ts = 0
+                self._reset_envs_and_episodes(explore)
+                continue
+            observations, rewards, terminateds, truncateds, infos = results
+            episodes = self._ongoing_episodes
+            started = [False] * n
+            for i in range(n):
+                episode = episodes[i]
+                if not episode.is_reset:
+                    episode.add_env_reset(observation=observations[i], infos=infos[i])
+                    started[i] = True
+                    continue
+                ts += 1
+                extra = {k: v[i] for k, v in columns.items()}
+                extra[WEIGHTS_SEQ_NO] = seq_no
+                episode.add_env_step(
+                    observation=observations[i],
+                    action=actions[i],
+                    reward=rewards[i],
+                    infos=infos[i],
+                    terminated=terminateds[i],
+                    truncated=truncateds[i],
+                    extra_model_outputs=extra,
+                )
+            # FusedFlatObsToModule: the copies' latest observations, batched.
+            if direct_obs and isinstance(observations, np.ndarray) and observations.flags.writeable:
+                obs = torch.from_numpy(observations)
+                obs = obs if observations.dtype == np.float32 else obs.float()
+            else:
+                obs = convert_to_torch_tensor(
+                    observations, pin_memory=to_tensor._pin_memory, device=to_tensor._device
+                )
+            self._cached_to_module = {Columns.OBS: obs}
+            for i in range(n):
+                episode = episodes[i]
+                if started[i]:
+                    self._make_on_episode_callback("on_episode_start", i, episodes)
+                elif step_callbacks:
+                    self._make_on_episode_callback("on_episode_step", i, episodes)
+                if episode.is_done:
+                    self._make_on_episode_callback("on_episode_end", i, episodes)
+                    done_episodes.append(episode.to_numpy() if self.episodes_to_numpy else episode)
+                    self._new_episode(i, episodes)
+        self._log_lean_timers(inference_s, env_s, env_steps)
+        return self._finish_sample(done_episodes, ts)
+
+    # ------------------------------------------------------------------ helpers
+    def _env_step_failed(self, error: Exception):
+        """RLlib's ``EnvRunner._try_env_step`` failure branch: recreate the env or raise."""
+        self.metrics.log_value(NUM_ENV_STEP_FAILURES_LIFETIME, 1, reduce="lifetime_sum")
+        if self.config.restart_failed_sub_environments:
+            if not isinstance(error, StepFailedRecreateEnvError):
+                logger.exception(
+                    "%s: environment step failed; recreating and force-resetting the env(s). "
+                    "The original error is: %s",
+                    type(self).__name__,
+                    error,
+                )
+            self.make_env()
+            return ENV_STEP_FAILURE
+        logger.exception(
+            "%s: environment step failed and restart_failed_sub_environments is False; "
+            "the env is not recreated. The original error (%s): %s",
+            type(self).__name__,
+            type(error).__name__,
+            error,
+        )
+        raise RuntimeError from error
+
+    def _log_lean_timers(self, inference_s: float, env_s: float, env_steps: int) -> None:
+        """One record per call: the mean seconds per forward / env step, RLlib's keys."""
+        if env_steps > 0:
+            self.metrics.log_value(RLMODULE_INFERENCE_TIMER, inference_s / env_steps, reduce="ema")
+            self.metrics.log_value(ENV_STEP_TIMER, env_s / env_steps, reduce="ema")
+            self._log_env_steps(metric=self._metrics_num_try_env_step, num_steps=env_steps)
+
+    def _finish_sample(self, done_episodes: list, ts: int) -> list:
+        """The end of RLlib 2.60's ``_sample`` for ``num_timesteps``, unchanged."""
+        self._done_episodes_for_metrics.extend(done_episodes)
+        ongoing = []
+        continuations = [
+            ep.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
+            for ep in self._ongoing_episodes
+        ]
+        for ep in self._ongoing_episodes:
+            if ep.t == 0:  # just started: no data in it
+                continue
+            ep.validate()
+            self._ongoing_episodes_for_metrics[ep.id_].append(ep)
+            ongoing.append(ep.to_numpy() if self.episodes_to_numpy else ep)
+        self._ongoing_episodes = continuations
+        self._log_env_steps(metric=self._metrics_num_env_steps_sampled, num_steps=ts)
+        self._increase_sampled_metrics(ts, len(done_episodes))
+        return done_episodes + ongoing

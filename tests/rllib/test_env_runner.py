@@ -1,0 +1,217 @@
+"""FairEnvRunner's lean sampling loop returns exactly the episodes RLlib's loop returns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from ray.rllib.callbacks.callbacks import RLlibCallback
+from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+import rllib_fair  # noqa: F401  (registers the fair/* ids)
+from rllib_fair.algorithms import get_config_class
+from rllib_fair.rllib.env_runner import FairEnvRunner
+from rllib_fair.rllib.lean import _sample_categorical, check_sampled
+
+pytestmark = pytest.mark.ray
+
+
+class CountSteps(RLlibCallback):
+    """Counts on_episode_step calls per env index (a callback that defines the method)."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps: dict[int, int] = {}
+
+    def on_episode_step(self, *, env_index=None, episode=None, **kwargs):
+        self.steps[env_index] = self.steps.get(env_index, 0) + 1
+        assert episode.t >= 1
+
+
+def _runner(
+    lean: bool,
+    num_envs: int,
+    native: bool = False,
+    callbacks=None,
+    name: str = "PPO",
+    env: str = "fair/Lending-v0",
+):
+    # short Lending episodes: copies end and restart inside every sample call
+    env_config = {"max_steps": 37} if env == "fair/Lending-v0" else {}
+    cfg = (
+        get_config_class(name)()
+        .environment(env, env_config=env_config)
+        .env_runners(
+            num_env_runners=0,
+            num_envs_per_env_runner=num_envs,
+            native_vector_env=native,
+            lean_sampling=lean,
+        )
+        .rl_module(model_config={"fcnet_hiddens": [16, 16]})
+        .debugging(seed=5)
+    )
+    if callbacks is not None:
+        cfg.callbacks(callbacks)
+    cfg.validate()
+    cls = cfg.env_runner_cls or SingleAgentEnvRunner
+    assert (cls is FairEnvRunner) is lean
+    return cls(config=cfg)
+
+
+def _episode_record(ep) -> dict:
+    """Everything an episode chunk carries, as plain comparable values."""
+    extra = {k: np.asarray(ep.get_extra_model_outputs(k)) for k in ep.extra_model_outputs}
+    return {
+        "obs": np.asarray(ep.get_observations()),
+        "actions": np.asarray(ep.get_actions()),
+        "rewards": np.asarray(ep.get_rewards()),
+        "infos": ep.get_infos(),
+        "extra": extra,
+        "flags": (ep.is_terminated, ep.is_truncated, ep.t_started, ep.t, len(ep)),
+    }
+
+
+def _assert_same_info(a, b, where):
+    assert a.keys() == b.keys(), where
+    for key in a:
+        assert type(a[key]) is type(b[key]), (where, key)
+        np.testing.assert_array_equal(a[key], b[key], err_msg=f"{where} {key}")
+
+
+def _assert_same_episodes(lean_eps, rl_eps):
+    assert len(lean_eps) == len(rl_eps)
+    for k, (a, b) in enumerate(zip(lean_eps, rl_eps, strict=True)):
+        ra, rb = _episode_record(a), _episode_record(b)
+        assert ra["flags"] == rb["flags"], k
+        for key in ("obs", "actions", "rewards"):
+            np.testing.assert_array_equal(ra[key], rb[key], err_msg=f"{k} {key}")
+            assert ra[key].dtype == rb[key].dtype, (k, key)
+        assert ra["extra"].keys() == rb["extra"].keys(), k
+        for key in ra["extra"]:
+            np.testing.assert_array_equal(ra["extra"][key], rb["extra"][key])
+            assert ra["extra"][key].dtype == rb["extra"][key].dtype, (k, key)
+        assert len(ra["infos"]) == len(rb["infos"]), k
+        for t, (ia, ib) in enumerate(zip(ra["infos"], rb["infos"], strict=True)):
+            _assert_same_info(ia, ib, (k, t))
+
+
+@pytest.mark.parametrize(
+    ("num_envs", "native", "name", "env"),
+    [
+        (1, False, "PPO", "fair/Lending-v0"),
+        (8, False, "PPO", "fair/Lending-v0"),
+        (8, True, "PPO", "fair/Lending-v0"),  # native vector env
+        (3, False, "SELLF", "fair/LendingFICO-v0"),  # extra module output (label prob)
+    ],
+)
+def test_lean_loop_returns_rllibs_episodes(ray_session, num_envs, native, name, env):
+    runs = {}
+    for lean in (True, False):
+        torch.manual_seed(0)
+        runner = _runner(lean, num_envs, native, name=name, env=env)
+        try:
+            calls = [
+                runner.sample(num_timesteps=150, explore=True),
+                runner.sample(num_timesteps=90, explore=True),  # continues the chunks
+                runner.sample(num_timesteps=60, explore=False),  # greedy actions
+                runner.sample(num_timesteps=50, explore=True, force_reset=True),
+            ]
+            metrics = runner.get_metrics()
+            runs[lean] = (calls, metrics, torch.rand(4))
+        finally:
+            runner.stop()
+    (lean_calls, lean_m, lean_rng), (rl_calls, rl_m, rl_rng) = runs[True], runs[False]
+    for a, b in zip(lean_calls, rl_calls, strict=True):
+        _assert_same_episodes(a, b)
+    # the torch generator is left in the same state
+    assert torch.equal(lean_rng, rl_rng)
+    # same metrics keys; same counts, lengths and returns
+    assert lean_m.keys() == rl_m.keys()
+    compared = [k for k in lean_m if k.startswith(("num_", "episode_len", "episode_return"))]
+    assert "num_env_steps_sampled" in compared
+    for key in compared:
+        assert _value(lean_m[key]) == _value(rl_m[key]), key
+
+
+def _value(stat):
+    """A metrics entry's value (``Stats.peek()``; dicts of them entry by entry)."""
+    if isinstance(stat, dict):
+        return {k: _value(v) for k, v in stat.items()}
+    return stat.peek() if hasattr(stat, "peek") else stat
+
+
+def test_per_step_callbacks_are_called_where_defined(ray_session):
+    counts = {}
+    for lean in (True, False):
+        torch.manual_seed(0)
+        runner = _runner(lean, 4, callbacks=CountSteps)
+        try:
+            runner.sample(num_timesteps=200, explore=True)
+            (callback,) = [c for c in runner._callbacks if isinstance(c, CountSteps)]
+            counts[lean] = dict(callback.steps)
+        finally:
+            runner.stop()
+    assert counts[True] == counts[False]
+    assert sum(counts[True].values()) > 150  # every step but the episode starts
+
+
+def test_lean_loop_skips_undefined_step_callbacks(ray_session):
+    runner = _runner(True, 2)
+    try:
+        assert not runner._per_step_callbacks()  # only the fairness callback: no step hook
+        runner.config.callbacks_on_episode_step = [lambda **kw: None]
+        assert runner._per_step_callbacks()
+    finally:
+        runner.stop()
+
+
+def test_lean_loop_raises_on_non_finite_logits(ray_session):
+    runner = _runner(True, 2)
+    try:
+        with torch.no_grad():
+            for p in runner.module.parameters():
+                p.fill_(float("nan"))
+        with pytest.raises(RuntimeError, match="probability tensor contains"):
+            runner.sample(num_timesteps=10, explore=True)
+    finally:
+        runner.stop()
+
+
+def test_lean_sampling_false_keeps_rllibs_runner_and_bad_value_is_refused():
+    cfg = get_config_class("PPO")().environment("fair/Lending-v0")
+    cfg.env_runners(lean_sampling=False).validate()
+    assert cfg.env_runner_cls is None
+    bad = get_config_class("PPO")().environment("fair/Lending-v0").env_runners(lean_sampling="y")
+    with pytest.raises(ValueError, match="lean_sampling: 'y' is invalid; valid choices: true"):
+        bad.validate()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_exponential_argmax_is_torch_multinomial(seed):
+    """``multinomial(p, 1)``'s draw, reproduced: same actions, generator in the same state."""
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
+
+    class _Module:
+        @staticmethod
+        def get_exploration_action_dist_cls():
+            return TorchCategorical
+
+    gen = torch.Generator().manual_seed(seed)
+    n, k = [(1, 2), (8, 2), (64, 3), (5, 7)][seed % 4]
+    scale = [0.01, 1.0, 40.0][seed % 3]  # near-uniform, typical, underflowing probs
+    logits = torch.randn(n, k, generator=gen) * scale
+    torch.manual_seed(seed)
+    dist = TorchCategorical(logits=logits)
+    want = dist.sample()
+    want_logp = dist.logp(want)
+    after = torch.rand(3)
+    torch.manual_seed(seed)
+    batch = {Columns.ACTION_DIST_INPUTS: logits}
+    assert _sample_categorical(_Module, batch, explore=True)
+    assert torch.equal(batch[Columns.ACTIONS], want)
+    assert torch.equal(batch[Columns.ACTION_LOGP], want_logp)
+    assert torch.equal(torch.rand(3), after)
+    check_sampled(batch[Columns.ACTION_LOGP].numpy())
+    with pytest.raises(RuntimeError, match="not finite"):
+        check_sampled(np.array([0.0, np.nan]))

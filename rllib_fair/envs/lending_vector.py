@@ -78,6 +78,24 @@ class LendingVectorEnv(gym.vector.VectorEnv):
         self._needs_reset = np.zeros(n, dtype=bool)
         self._started = False
         self._rows = np.arange(n)
+        # Tables for the step of every copy at once (_step_all), indexed by
+        # key = 2 * decision + label: the reward (what LendingEnv.step adds to its cash),
+        # the destination bin per source bin (LendingEnv._destination) and the decision
+        # rows of the counts per group (decision_counts).
+        self._reward_of = np.array([0.0, 0.0, -spec.loan_amount, spec._gain])
+        bins = np.arange(b)
+        self._dst_of = np.stack([bins, bins, np.maximum(bins - 1, 0), np.minimum(bins + 1, b - 1)])
+        self._decision_rows_of = np.zeros((4, g, POPULATION, g))
+        for key in range(4):
+            acc, y = divmod(key, 2)
+            for grp in range(g):
+                rows = self._decision_rows_of[key, grp]
+                rows[DECIDED, grp] = 1.0
+                rows[QUALIFIED, grp] = y
+                rows[SELECTED, grp] = acc
+                rows[SELECTED_QUALIFIED, grp] = y * acc
+        self._all_true = np.ones(n, dtype=bool)
+        self._all_true.flags.writeable = False  # shared by every step's info masks
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -116,8 +134,11 @@ class LendingVectorEnv(gym.vector.VectorEnv):
                     f"actions {actions!r}: expected {self.num_envs} integers, "
                     "each 0 (reject) or 1 (accept)"
                 )
-        if np.any((a != 0) & (a != 1)):
+        if np.count_nonzero(a >> 1):  # an action other than 0 or 1
             raise ValueError(f"actions {actions!r}: each action must be 0 (reject) or 1 (accept)")
+        a = a.astype(np.int64, copy=False)
+        if not self._needs_reset.any():
+            return self._step_all(a)
         resetting = self._needs_reset.copy()
         stepping = ~resetting
         rewards = np.zeros(self.num_envs, dtype=np.float64)
@@ -180,6 +201,83 @@ class LendingVectorEnv(gym.vector.VectorEnv):
             "_label_observed": np.ones(self.num_envs, dtype=bool),
         }
         return self._obs.copy(), rewards, terminated, truncated, infos
+
+    def _step_all(self, a: np.ndarray) -> tuple:
+        """:meth:`step` when no copy resets: whole-array operations, same results.
+
+        Every copy decides on its shown applicant; the per-copy values are looked up in
+        the tables made in ``__init__`` (``key = 2 * decision + label``) instead of
+        computed with nested ``where``s. The general path of :meth:`step` handles steps
+        with resetting copies; both give what :class:`LendingEnv` gives
+        (``tests/envs/test_lending_vector.py``).
+        """
+        spec = self.spec_env
+        rows = self._rows
+        g, b, y = self._group, self._bin, self._label  # replaced (not changed) by the draw
+        key = 2 * a + y
+        rewards = self._reward_of[key]
+        self._cash += rewards
+        dst = self._dst_of[key, b]
+        moving = dst != b
+        if moving.any():
+            self._shift(rows[moving], g[moving], b[moving], dst[moving])
+        repaid = y == 1
+        if repaid.any():
+            r, gg = rows[repaid], g[repaid]
+            self._qualified[r, gg] += 1
+            self._sel_qualified[r, gg] += a[repaid]
+            if spec._tpr_off >= 0:
+                tpr = self._sel_qualified[r, gg] / self._qualified[r, gg]
+                self._obs[r, spec._tpr_off + gg] = tpr
+        self._t += 1
+        counts = np.empty((self.num_envs, NUM_FIELDS, self._g))
+        counts[:, :POPULATION] = self._decision_rows_of[key, g]
+        counts[:, POPULATION:] = self._pop_rows
+        terminated = self._cash < spec.loan_amount
+        truncated = self._t >= spec.max_steps
+        self._needs_reset = terminated | truncated
+        self._draw_all()
+        mask = self._all_true
+        infos = {
+            "fairness": counts,
+            "_fairness": mask,
+            "group": g,
+            "_group": mask,
+            "label": y,
+            "_label": mask,
+            "decision": a.copy(),
+            "_decision": mask,
+            "label_observed": a.copy(),  # 1 iff accepted
+            "_label_observed": mask,
+        }
+        return self._obs.copy(), rewards, terminated, truncated, infos
+
+    def _draw_all(self) -> None:
+        """:meth:`_draw_applicants` for every copy, each of which shows an applicant."""
+        spec = self.spec_env
+        rows = self._rows
+        pos = self._u_pos
+        block = self._u_buf.shape[1]
+        if (pos >= block).any():
+            for i in np.flatnonzero(pos >= block):
+                self._u_buf[i] = self._rngs[i].random((block, self._u_buf.shape[2]))
+                pos[i] = 0
+        u = self._u_buf[rows, pos]
+        pos += 1
+        gcum = self._group_cum
+        g = (gcum[None, :] <= (u[:, 0] * gcum[-1])[:, None]).sum(axis=1)
+        cum = self._cluster_cum[rows, g]
+        b = (cum <= (u[:, 1] * cum[:, -1])[:, None]).sum(axis=1)
+        obs = self._obs
+        if spec._bin_off >= 0:
+            obs[rows, spec._bin_off + self._bin] = 0.0
+            obs[rows, spec._bin_off + b] = 1.0
+        if spec._group_off >= 0:
+            obs[rows, spec._group_off + self._group] = 0.0
+            obs[rows, spec._group_off + g] = 1.0
+        self._group = g
+        self._bin = b
+        self._label = (u[:, 2] < self._success[g, b]).astype(np.int64)
 
     # ------------------------------------------------------------------ internals
 

@@ -42,6 +42,7 @@ import time
 
 import numpy as np
 import torch
+from gymnasium.wrappers.vector import DictInfoToList
 from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.core.columns import Columns
 from ray.rllib.env.env_errors import StepFailedRecreateEnvError
@@ -77,6 +78,40 @@ def _rows(data):
     if isinstance(data, torch.Tensor) and data.dim() > 0:
         return _reduced_numpy(data)
     return unbatch_fn(convert_to_numpy(data))
+
+
+def _infos_to_list(wrapper, infos: dict, n: int) -> list[dict]:
+    """Gymnasium's ``DictInfoToList`` conversion of a vector info dict, for flat infos.
+
+    Each copy's dict gets, key by key in the vector dict's order, ``value[i]`` where the
+    ``_key`` mask is true (every copy where there is no mask), exactly as
+    ``DictInfoToList._convert_info_to_list`` does; nested dicts and anything it would
+    assert on go to that method itself.
+    """
+    if not isinstance(infos, dict):
+        raise TypeError(
+            "vector env infos: expected a dict (gymnasium's vector API), got "
+            f"{type(infos).__name__}"
+        )
+    out = [{} for _ in range(n)]
+    for key, value in infos.items():
+        if key.startswith("_"):
+            continue
+        mask = infos.get("_" + key)
+        if (
+            not isinstance(value, np.ndarray)
+            or len(value) != n
+            or (mask is not None and len(mask) != n)
+        ):
+            return wrapper._convert_info_to_list(infos)
+        if mask is None:
+            for info, item in zip(out, value, strict=True):
+                info[key] = item
+        else:
+            for info, item, has in zip(out, value, mask, strict=True):
+                if has:
+                    info[key] = item
+    return out
 
 
 def _defines(callback, name: str) -> bool:
@@ -137,6 +172,8 @@ class FairEnvRunner(SingleAgentEnvRunner):
         direct_obs = to_tensor._device is None or torch.device(to_tensor._device).type == "cpu"
 
         step_callbacks = self._per_step_callbacks()
+        # what RLlib's make_env builds: the vector env in gymnasium's DictInfoToList
+        vector_env = self.env.env if type(self.env) is DictInfoToList else None
         runners = self.config.num_env_runners or 1
         lifetime = self.num_env_steps_sampled_lifetime // runners
         seq_no = self._weights_seq_no
@@ -179,7 +216,11 @@ class FairEnvRunner(SingleAgentEnvRunner):
             actions_for_env = actions.copy() if copy_for_env else actions
             t0 = perf()
             try:
-                results = self.env.step(actions_for_env)
+                if vector_env is None:
+                    results = self.env.step(actions_for_env)
+                else:  # DictInfoToList.step with the conversion above
+                    results = list(vector_env.step(actions_for_env))
+                    results[4] = _infos_to_list(self.env, results[4], n)
             except Exception as error:  # RLlib's handling (recreate or raise)
                 env_s += perf() - t0
                 results = self._env_step_failed(error)

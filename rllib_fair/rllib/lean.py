@@ -307,14 +307,17 @@ class FusedDiscreteActionsToEnv(LeanModuleToEnvPipeline):
 def _reduced_numpy(tensor):
     """RLlib's ``convert_to_numpy`` of one tensor of rank >= 1, without the walk.
 
-    Float becomes float32 and signed int int32, as its ``reduce_type`` does.
+    Float becomes float32 and ``int`` (int64) int32, as its ``reduce_type`` does; an
+    array already of that type is the tensor's own memory (the module's outputs are
+    fresh tensors on every call) instead of a copy with the same values.
     """
     import numpy as np
 
     arr = tensor.detach().cpu().numpy()
-    if np.issubdtype(arr.dtype, np.floating):
-        return arr.astype(np.float32)
-    if np.issubdtype(arr.dtype, int):
+    kind = arr.dtype.kind
+    if kind == "f":
+        return arr.astype(np.float32, copy=False)
+    if kind == "i" and np.issubdtype(arr.dtype, int):
         return arr.astype(np.int32)
     return arr
 

@@ -7,7 +7,10 @@ Two tables, every row measured in alternating rounds in one process (one torch t
    vector env (``rllib_fair.envs.VECTOR_ENTRY_POINTS``).
 2. RLlib sampling (PPO's env runner in the driver, ``[64, 64]`` tanh network, exploring):
    milliseconds per env step of ``runner.sample(num_timesteps=...)`` with
-   ``num_envs_per_env_runner = N``, native vector env on and off.
+   ``num_envs_per_env_runner = N``: stock RLlib (``SingleAgentEnvRunner``, RLlib's
+   connector pipelines with their timers, ``SyncVectorEnv``), and this package's
+   ``FairEnvRunner`` with the fused pipelines over ``SyncVectorEnv`` and over the native
+   vector env.
 
 Usage::
 
@@ -55,14 +58,25 @@ def env_rate(env_id: str, n: int, native: bool, steps: int) -> float:
     return rate
 
 
-def sample_ms(env_id: str, n: int, native: bool, steps: int) -> float:
-    """Milliseconds per env step of RLlib's sampling (PPO's env runner, exploring)."""
+def sample_ms(env_id: str, n: int, mode: str, steps: int) -> float:
+    """Milliseconds per env step of RLlib sampling (PPO's env runner, exploring).
+
+    ``mode``: ``"stock"`` (RLlib's runner, pipelines and ``SyncVectorEnv``), ``"sync"``
+    (this package's runner and pipelines, ``SyncVectorEnv``) or ``"native"``.
+    """
     from rllib_fair.algorithms import get_config_class
 
+    stock = mode == "stock"
     algo = (
         get_config_class("PPO")()
         .environment(env_id)
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=n, native_vector_env=native)
+        .env_runners(
+            num_env_runners=0,
+            num_envs_per_env_runner=n,
+            native_vector_env=mode == "native",
+            lean_sampling=not stock,
+        )
+        .reporting(connector_metrics=stock)
         .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
         .debugging(seed=0)
         .build_algo()
@@ -75,6 +89,9 @@ def sample_ms(env_id: str, n: int, native: bool, steps: int) -> float:
         return (time.perf_counter() - start) / steps * 1e3
     finally:
         algo.stop()
+
+
+MODES = ("stock", "sync", "native")
 
 
 def main() -> None:
@@ -101,18 +118,21 @@ def main() -> None:
         for n in args.copies:
             for native in (False, True):
                 envs.setdefault((n, native), []).append(env_rate(args.env, n, native, 2000))
-                sampling.setdefault((n, native), []).append(
-                    sample_ms(args.env, n, native, args.steps)
-                )
+            for mode in MODES:
+                sampling.setdefault((n, mode), []).append(sample_ms(args.env, n, mode, args.steps))
     print(f"\nenv={args.env}; median of {args.rounds} rounds")
     print(f"{'copies':>7}{'sync steps/s/copy':>19}{'native':>12}{'ratio':>8}")
     for n in args.copies:
         s, v = (statistics.median(envs[(n, k)]) for k in (False, True))
         print(f"{n:>7}{s:>19,.0f}{v:>12,.0f}{v / s:>8.2f}")
-    print(f"\n{'copies':>7}{'RLlib sampling ms/step, sync':>30}{'native':>10}{'ratio':>8}")
+    print("\nRLlib sampling, ms per env step (in brackets: speed-up over stock RLlib)")
+    print(f"{'copies':>7}{'stock RLlib':>13}{'ours, sync':>18}{'ours, native':>18}")
     for n in args.copies:
-        s, v = (statistics.median(sampling[(n, k)]) for k in (False, True))
-        print(f"{n:>7}{s:>30.4f}{v:>10.4f}{s / v:>8.2f}")
+        stock, sync, native = (statistics.median(sampling[(n, m)]) for m in MODES)
+        print(
+            f"{n:>7}{stock:>13.4f}{sync:>10.4f} ({stock / sync:4.2f}x)"
+            f"{native:>10.4f} ({stock / native:4.2f}x)"
+        )
     ray.shutdown()
 
 

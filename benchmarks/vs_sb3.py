@@ -189,7 +189,9 @@ def main() -> None:
     rates: dict[str, list[float]] = {r: [] for r in rows}
     phases: dict[str, list[dict]] = {r: [] for r in rows}
     for rnd in range(args.rounds):
-        for row in rows:
+        # each round starts one row later, so that no row always runs last in a round
+        # (the machine's speed drifts within a round)
+        for row in rows[rnd % len(rows) :] + rows[: rnd % len(rows)]:
             if row == "SB3 PPO":
                 rates[row].append(sb3_rate(args))
                 continue

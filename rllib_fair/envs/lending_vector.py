@@ -316,10 +316,8 @@ class LendingVectorEnv(gym.vector.VectorEnv):
     def _qualified_mass(self, rows: np.ndarray) -> np.ndarray:
         """``[len(rows), G]``: ``group_probs[g] * sum_b p_g[b] success[g][b]``."""
         prod = self._cluster[rows] * self._success
-        total = prod[..., 0].copy()
-        for k in range(1, self._b):  # left to right, as LendingEnv's sum()
-            total += prod[..., k]
-        return self._group_probs * total
+        # cumsum adds left to right, as LendingEnv's sum(): its last entry is that sum
+        return self._group_probs * np.cumsum(prod, axis=-1)[..., -1]
 
     def _shift(self, rows, g, src, dst) -> None:
         inc = self.spec_env.cluster_shift_increment
@@ -328,9 +326,7 @@ class LendingVectorEnv(gym.vector.VectorEnv):
         self._cluster[rows, g, dst] += mass
         self._cluster_cum[rows, g] = np.cumsum(self._cluster[rows, g], axis=-1)
         prod = self._cluster[rows, g] * self._success[g]
-        total = prod[:, 0].copy()
-        for k in range(1, self._b):
-            total += prod[:, k]
+        total = np.cumsum(prod, axis=-1)[:, -1]  # left to right, as LendingEnv's sum()
         self._pop_rows[rows, QUALIFIED_MASS - POPULATION, g] = self._group_probs[g] * total
 
     def _uniforms(self, rows: np.ndarray) -> np.ndarray:

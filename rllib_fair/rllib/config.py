@@ -409,9 +409,9 @@ def _env_meta(env) -> dict | None:
 
 
 #: ``native_vector_env="auto"`` uses a native vector env from this many copies per runner
-#: (``benchmarks/vector_env.py`` on fair/Lending-v0, 2 CPUs: native 0.6-0.8x of
-#: SyncVectorEnv at 8 copies, 1.4x at 12, 3.3-3.5x at 24-32, 14x at 128).
-NATIVE_VECTOR_MIN_ENVS = 16
+#: (``benchmarks/vector_env.py`` on fair/Lending-v0, 2 CPUs, 2026-11-25, env alone:
+#: native 0.55x of SyncVectorEnv at 1-2 copies, 0.8x at 4, 1.3x at 8, 1.7x at 16).
+NATIVE_VECTOR_MIN_ENVS = 8
 
 
 def _has_native_vector(env) -> bool:

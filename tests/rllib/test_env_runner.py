@@ -110,6 +110,7 @@ def test_lean_loop_returns_rllibs_episodes(ray_session, num_envs, native, name, 
         torch.manual_seed(0)
         runner = _runner(lean, num_envs, native, name=name, env=env)
         try:
+            assert not lean or runner._lean_loop_applies(1, random_actions=False)
             calls = [
                 runner.sample(num_timesteps=150, explore=True),
                 runner.sample(num_timesteps=90, explore=True),  # continues the chunks

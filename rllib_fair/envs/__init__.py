@@ -41,6 +41,7 @@ ENTRY_POINTS: dict[str, str] = {
 #: the same per-copy trajectories as ``SyncVectorEnv`` over single copies.
 VECTOR_ENTRY_POINTS: dict[str, str] = {
     "fair/Lending-v0": "rllib_fair.envs.lending_vector:LendingVectorEnv",
+    "fair/LendingHard-v0": "rllib_fair.envs.lending_vector:LendingHardVectorEnv",
 }
 
 #: Every environment id this package registers.

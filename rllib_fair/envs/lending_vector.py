@@ -30,6 +30,7 @@ import numpy as np
 from gymnasium.utils import seeding
 
 from rllib_fair.envs.lending import LendingEnv
+from rllib_fair.envs.lending_hard import LendingHardEnv
 from rllib_fair.fairness.counts import (
     DECIDED,
     NUM_FIELDS,
@@ -46,11 +47,14 @@ class LendingVectorEnv(gym.vector.VectorEnv):
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
+    #: The single env whose copies this vector env steps (and whose arguments it takes).
+    SINGLE_ENV: type = LendingEnv
+
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
         if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs={num_envs!r}: expected a positive integer")
         self.num_envs = int(num_envs)
-        self.spec_env = spec = LendingEnv(**kwargs)  # validates every argument
+        self.spec_env = spec = self.SINGLE_ENV(**kwargs)  # validates every argument
         self.single_observation_space = spec.observation_space
         self.single_action_space = spec.action_space
         self.observation_space = gym.vector.utils.batch_space(spec.observation_space, num_envs)
@@ -156,12 +160,7 @@ class LendingVectorEnv(gym.vector.VectorEnv):
             reward = np.where(acc == 1, np.where(y == 1, spec._gain, -spec.loan_amount), 0.0)
             self._cash[rows] += reward
             rewards[rows] = reward
-            # Delayed impact: accepted moves one bin up on repay, one down on default.
-            dst = np.where(
-                acc == 1,
-                np.where(y == 1, np.minimum(b + 1, self._b - 1), np.maximum(b - 1, 0)),
-                b,
-            )
+            dst = self._destinations(rows, 2 * acc + y, g, b)
             moving = dst != b
             if moving.any():
                 self._shift(rows[moving], g[moving], b[moving], dst[moving])
@@ -217,7 +216,7 @@ class LendingVectorEnv(gym.vector.VectorEnv):
         key = 2 * a + y
         rewards = self._reward_of[key]
         self._cash += rewards
-        dst = self._dst_of[key, b]
+        dst = self._destinations(rows, key, g, b)
         moving = dst != b
         if moving.any():
             self._shift(rows[moving], g[moving], b[moving], dst[moving])
@@ -264,6 +263,7 @@ class LendingVectorEnv(gym.vector.VectorEnv):
                 pos[i] = 0
         u = self._u_buf[rows, pos]
         pos += 1
+        self._keep_draws(rows, u)
         gcum = self._group_cum
         g = (gcum[None, :] <= (u[:, 0] * gcum[-1])[:, None]).sum(axis=1)
         cum = self._cluster_cum[rows, g]
@@ -280,6 +280,17 @@ class LendingVectorEnv(gym.vector.VectorEnv):
         self._label = (u[:, 2] < self._success[g, b]).astype(np.int64)
 
     # ------------------------------------------------------------------ internals
+
+    def _destinations(self, rows, key, g, b) -> np.ndarray:
+        """Bins the decided applicants' mass moves to (``LendingEnv._destination``).
+
+        Delayed impact: accepted moves one bin up on repay, one down on default
+        (clipped), a rejection stays; ``key = 2 * decision + label``.
+        """
+        return self._dst_of[key, b]
+
+    def _keep_draws(self, rows, u) -> None:
+        """Hook for uniforms beyond (group, bin, label) of each drawn row (none here)."""
 
     def _infos_reset(self, mask: np.ndarray) -> dict[str, Any]:
         counts = np.zeros((self.num_envs, NUM_FIELDS, self._g))
@@ -342,6 +353,7 @@ class LendingVectorEnv(gym.vector.VectorEnv):
     def _draw_applicants(self, rows: np.ndarray) -> None:
         spec = self.spec_env
         u = self._uniforms(rows)
+        self._keep_draws(rows, u)
         gcum = self._group_cum
         g = (gcum[None, :] <= (u[:, 0] * gcum[-1])[:, None]).sum(axis=1)
         cum = self._cluster_cum[rows, g]
@@ -360,3 +372,31 @@ class LendingVectorEnv(gym.vector.VectorEnv):
         self._group[rows] = g
         self._bin[rows] = b
         self._label[rows] = (u[:, 2] < self._success[g, b]).astype(np.int64)
+
+
+class LendingHardVectorEnv(LendingVectorEnv):
+    """``num_envs`` copies of :class:`LendingHardEnv` (``fair/LendingHard-v0``) in arrays.
+
+    As :class:`LendingVectorEnv`, with LendingHardEnv's destination bins: each applicant's
+    fourth uniform (drawn with it, in the same block row) picks the bin its mass moves to
+    from the cumulative transition rows, accept ``[label][bin]`` or reject
+    ``[group][label][bin]`` (``bisect_right`` as a count of entries ``<= u * total``).
+    """
+
+    SINGLE_ENV = LendingHardEnv
+
+    def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
+        super().__init__(num_envs, **kwargs)
+        spec = self.spec_env
+        self._accept_cum = np.asarray(spec._accept_cum, dtype=np.float64)  # [2, B, B]
+        self._reject_cum = np.asarray(spec._reject_cum, dtype=np.float64)  # [G, 2, B, B]
+        self._u_move = np.zeros(self.num_envs)
+
+    def _destinations(self, rows, key, g, b) -> np.ndarray:
+        accept, y = key >= 2, key & 1
+        cum = np.where(accept[:, None], self._accept_cum[y, b], self._reject_cum[g, y, b])
+        threshold = self._u_move[rows] * cum[:, -1]
+        return (cum <= threshold[:, None]).sum(axis=1)
+
+    def _keep_draws(self, rows, u) -> None:
+        self._u_move[rows] = u[:, 3]

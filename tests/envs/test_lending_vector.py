@@ -1,4 +1,4 @@
-"""The native vector Lending env equals SyncVectorEnv over single copies, bit for bit."""
+"""The native vector Lending envs equal SyncVectorEnv over single copies, bit for bit."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
 from rllib_fair.envs.lending import LendingEnv
-from rllib_fair.envs.lending_vector import LendingVectorEnv
+from rllib_fair.envs.lending_hard import LendingHardEnv
+from rllib_fair.envs.lending_vector import LendingHardVectorEnv, LendingVectorEnv
 
 
 def _assert_same(ours, ref, where: str) -> None:
@@ -28,17 +29,23 @@ def _assert_same(ours, ref, where: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("single", "vector"),
+    [(LendingEnv, LendingVectorEnv), (LendingHardEnv, LendingHardVectorEnv)],
+    ids=["Lending", "LendingHard"],
+)
+@pytest.mark.parametrize(
     ("n", "kwargs", "seed"),
     [
         (1, {"max_steps": 40}, 0),
         (4, {"max_steps": 25}, 7),  # copies end and autoreset many times
         (3, {"max_steps": 60, "starting_cash": 3.0}, 1),  # bankruptcy: terminated
         (5, {"max_steps": 30, "obs_tpr": False, "cluster_shift_increment": 0.2}, 3),
+        (8, {"max_steps": 400}, 4),  # mostly steps without a resetting copy
     ],
 )
-def test_same_trajectories_as_sync_vector_env(n, kwargs, seed):
-    ref = gym.vector.SyncVectorEnv([lambda: LendingEnv(**kwargs) for _ in range(n)])
-    ours = LendingVectorEnv(n, **kwargs)
+def test_same_trajectories_as_sync_vector_env(single, vector, n, kwargs, seed):
+    ref = gym.vector.SyncVectorEnv([lambda: single(**kwargs) for _ in range(n)])
+    ours = vector(n, **kwargs)
     _assert_same(ours.reset(seed=seed), ref.reset(seed=seed), "reset")
     rng = np.random.default_rng(seed)
     ends = 0
@@ -67,12 +74,15 @@ def test_rllibs_info_conversion_gives_the_single_env_infos():
             _assert_same(out[4][i], exp[4][i], f"step {t} env {i}")
 
 
-def test_registered_as_vector_entry_point():
-    env = gym.make_vec(
-        "fair/Lending-v0", num_envs=2, vectorization_mode="vector_entry_point", max_steps=10
-    )
-    assert isinstance(env, LendingVectorEnv) and env.num_envs == 2
+@pytest.mark.parametrize(
+    ("env_id", "cls"),
+    [("fair/Lending-v0", LendingVectorEnv), ("fair/LendingHard-v0", LendingHardVectorEnv)],
+)
+def test_registered_as_vector_entry_point(env_id, cls):
+    env = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", max_steps=10)
+    assert type(env) is cls and env.num_envs == 2
     assert env.spec_env.max_steps == 10
+    assert type(env.spec_env) is cls.SINGLE_ENV
 
 
 @pytest.mark.parametrize(

@@ -272,3 +272,35 @@ def test_sellf_sampling_forward_predictor_equals_nested():
     nested = module.forward_exploration({"obs": obs})
     for key in nested:
         assert torch.equal(direct[key], nested[key]), key
+
+
+def test_elbertpo_fair_critic_layer_by_layer_equals_nested():
+    """ELBERT-PO's supply/demand critic, layer by layer: same values and gradients."""
+    from rllib_fair.algorithms.elbertpo.torch.elbertpo_torch_rl_module import (
+        ELBERTPOTorchRLModule,
+    )
+    from rllib_fair.envs.lending import LendingEnv
+
+    env = LendingEnv()
+    torch.manual_seed(3)
+    module = ELBERTPOTorchRLModule(
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        inference_only=False,
+        model_config={"fcnet_hiddens": [16, 8], "fair_value_streams": 4},
+    )
+    obs = torch.as_tensor(np.stack([env.observation_space.sample() for _ in range(6)]))
+    runs = []
+    for plan in (None, False):  # None: built on the call (layer by layer); False: nested
+        module._fair_vf_plan = plan
+        module.zero_grad(set_to_none=True)
+        values = module.compute_fair_values({"obs": obs})
+        assert bool(module._fair_vf_plan) is (plan is None)  # 5 steps, or nested
+        (values**2).sum().backward()
+        grads = [p.grad.clone() for p in module.fair_vf.parameters()]
+        runs.append((values.detach(), grads))
+    assert module._fair_vf_plan is False and values.shape == (6, 4)
+    (direct, direct_grads), (nested, nested_grads) = runs
+    assert torch.equal(direct, nested)
+    for a, b in zip(direct_grads, nested_grads, strict=True):
+        assert torch.equal(a, b)

@@ -7,7 +7,7 @@ import torch
 from ray.rllib.core.columns import Columns
 from torch import nn
 
-from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule
+from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule, run_plan, sequential_steps
 
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "swish": nn.SiLU, "silu": nn.SiLU}
 
@@ -23,6 +23,9 @@ class ELBERTPOTorchRLModule(FairPPOTorchRLModule):
     """
 
     OUTPUT_GAINS = {**FairPPOTorchRLModule.OUTPUT_GAINS, "fair_vf": 1.0}
+    #: fair_vf's layers for :meth:`compute_fair_values` (built on its first call; False:
+    #: the nested ``nn.Sequential`` call)
+    _fair_vf_plan = None
 
     def setup_extra(self) -> None:
         """(Learner only) builds the supply/demand critic; PPO's networks exist already."""
@@ -47,4 +50,10 @@ class ELBERTPOTorchRLModule(FairPPOTorchRLModule):
     def compute_fair_values(self, batch: dict) -> torch.Tensor:
         """Values of the supply/demand streams, ``[B, 2 K M]`` (supply block first)."""
         obs = batch[Columns.OBS]
-        return self.fair_vf(obs.reshape(obs.shape[0], -1).float())
+        x = obs.reshape(obs.shape[0], -1).float()
+        plan = self._fair_vf_plan
+        if plan is None:
+            plan = self._fair_vf_plan = sequential_steps(self.fair_vf) or False
+        # layer by layer: the same ops as the nn.Sequential, so the same values and
+        # gradients, without its per-layer call overhead (run in every minibatch)
+        return self.fair_vf(x) if plan is False else run_plan(plan, x)

@@ -42,6 +42,7 @@ ENTRY_POINTS: dict[str, str] = {
 VECTOR_ENTRY_POINTS: dict[str, str] = {
     "fair/Lending-v0": "rllib_fair.envs.lending_vector:LendingVectorEnv",
     "fair/LendingHard-v0": "rllib_fair.envs.lending_vector:LendingHardVectorEnv",
+    "fair/LendingFICO-v0": "rllib_fair.envs.lending_fico_vector:LendingFICOVectorEnv",
 }
 
 #: Every environment id this package registers.

@@ -42,6 +42,33 @@ from rllib_fair.fairness.counts import (
 )
 
 
+def copy_seeds(seed: int | list | None, n: int) -> list:
+    """Per-copy seeds as ``SyncVectorEnv`` gives them: ``s + i``, a list, or all None."""
+    if seed is None:
+        return [None] * n
+    if isinstance(seed, (int, np.integer)):
+        return [int(seed) + i for i in range(n)]
+    seeds = list(seed)
+    if len(seeds) != n:
+        raise ValueError(f"seed has {len(seeds)} entries for {n} envs")
+    return seeds
+
+
+def binary_actions(actions: Any, n: int) -> np.ndarray:
+    """``actions`` as an int64 array of ``n`` zeros (reject) and ones (accept), or a clear error."""
+    a = np.asarray(actions)
+    if a.shape != (n,) or not np.issubdtype(a.dtype, np.integer):
+        if a.shape == (n,) and np.all(np.isin(a, (0, 1))):
+            a = a.astype(np.int64)
+        else:
+            raise ValueError(
+                f"actions {actions!r}: expected {n} integers, each 0 (reject) or 1 (accept)"
+            )
+    if np.count_nonzero(a >> 1):  # an action other than 0 or 1
+        raise ValueError(f"actions {actions!r}: each action must be 0 (reject) or 1 (accept)")
+    return a.astype(np.int64, copy=False)
+
+
 class LendingVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` copies of :class:`LendingEnv` (same keyword arguments) in arrays."""
 
@@ -107,14 +134,7 @@ class LendingVectorEnv(gym.vector.VectorEnv):
         self, *, seed: int | list | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Resets every copy; ``seed`` s seeds copy i with s + i (or a list per copy)."""
-        if seed is None:
-            seeds = [None] * self.num_envs
-        elif isinstance(seed, (int, np.integer)):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed has {len(seeds)} entries for {self.num_envs} envs")
+        seeds = copy_seeds(seed, self.num_envs)
         mask = np.ones(self.num_envs, dtype=bool)
         for i, s in enumerate(seeds):
             if s is not None or self._rngs[i] is None:
@@ -129,18 +149,7 @@ class LendingVectorEnv(gym.vector.VectorEnv):
         """One step of every copy (copies whose episode ended last step reset instead)."""
         if not self._started:
             raise RuntimeError("LendingVectorEnv.step() called before reset()")
-        a = np.asarray(actions)
-        if a.shape != (self.num_envs,) or not np.issubdtype(a.dtype, np.integer):
-            if a.shape == (self.num_envs,) and np.all(np.isin(a, (0, 1))):
-                a = a.astype(np.int64)
-            else:
-                raise ValueError(
-                    f"actions {actions!r}: expected {self.num_envs} integers, "
-                    "each 0 (reject) or 1 (accept)"
-                )
-        if np.count_nonzero(a >> 1):  # an action other than 0 or 1
-            raise ValueError(f"actions {actions!r}: each action must be 0 (reject) or 1 (accept)")
-        a = a.astype(np.int64, copy=False)
+        a = binary_actions(actions, self.num_envs)
         if not self._needs_reset.any():
             return self._step_all(a)
         resetting = self._needs_reset.copy()

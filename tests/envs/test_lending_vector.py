@@ -8,6 +8,8 @@ import pytest
 
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
 from rllib_fair.envs.lending import LendingEnv
+from rllib_fair.envs.lending_fico import LendingFICOEnv
+from rllib_fair.envs.lending_fico_vector import LendingFICOVectorEnv
 from rllib_fair.envs.lending_hard import LendingHardEnv
 from rllib_fair.envs.lending_vector import LendingHardVectorEnv, LendingVectorEnv
 
@@ -44,6 +46,24 @@ def _assert_same(ours, ref, where: str) -> None:
     ],
 )
 def test_same_trajectories_as_sync_vector_env(single, vector, n, kwargs, seed):
+    _compare_with_sync(single, vector, n, kwargs, seed)
+
+
+@pytest.mark.parametrize(
+    ("n", "kwargs", "seed"),
+    [
+        (1, {"max_steps": 40, "n_applicants": 50}, 0),
+        (4, {"max_steps": 25, "n_applicants": 30}, 7),  # copies end and autoreset often
+        (3, {"max_steps": 300, "starting_resource": 2.0, "n_applicants": 40}, 1),  # broke
+        (5, {"max_steps": 30, "obs_group": False, "cost": 0.3}, 3),
+        (8, {"max_steps": 400, "n_applicants": 200}, 4),
+    ],
+)
+def test_fico_same_trajectories_as_sync_vector_env(n, kwargs, seed):
+    _compare_with_sync(LendingFICOEnv, LendingFICOVectorEnv, n, kwargs, seed)
+
+
+def _compare_with_sync(single, vector, n, kwargs, seed):
     ref = gym.vector.SyncVectorEnv([lambda: single(**kwargs) for _ in range(n)])
     ours = vector(n, **kwargs)
     _assert_same(ours.reset(seed=seed), ref.reset(seed=seed), "reset")
@@ -76,13 +96,17 @@ def test_rllibs_info_conversion_gives_the_single_env_infos():
 
 @pytest.mark.parametrize(
     ("env_id", "cls"),
-    [("fair/Lending-v0", LendingVectorEnv), ("fair/LendingHard-v0", LendingHardVectorEnv)],
+    [
+        ("fair/Lending-v0", LendingVectorEnv),
+        ("fair/LendingHard-v0", LendingHardVectorEnv),
+        ("fair/LendingFICO-v0", LendingFICOVectorEnv),
+    ],
 )
 def test_registered_as_vector_entry_point(env_id, cls):
     env = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", max_steps=10)
     assert type(env) is cls and env.num_envs == 2
     assert env.spec_env.max_steps == 10
-    assert type(env.spec_env) is cls.SINGLE_ENV
+    assert type(env.spec_env) is getattr(cls, "SINGLE_ENV", LendingFICOEnv)
 
 
 @pytest.mark.parametrize(
@@ -98,8 +122,9 @@ def test_bad_input_is_a_clear_error(call, match):
         call()
 
 
-def test_bad_actions_are_rejected():
-    env = LendingVectorEnv(2)
+@pytest.mark.parametrize("cls", [LendingVectorEnv, LendingFICOVectorEnv])
+def test_bad_actions_are_rejected(cls):
+    env = cls(2)
     env.reset(seed=0)
     for bad in (np.array([0, 2]), np.array([1]), np.array([0.5, 1.0])):
         with pytest.raises(ValueError, match="actions"):

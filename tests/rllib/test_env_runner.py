@@ -36,8 +36,8 @@ def _runner(
     name: str = "PPO",
     env: str = "fair/Lending-v0",
 ):
-    # short Lending episodes: copies end and restart inside every sample call
-    env_config = {"max_steps": 37} if env == "fair/Lending-v0" else {}
+    # short episodes: copies end and restart inside every sample call
+    env_config = {"max_steps": 37} if env == "fair/Lending-v0" else {"max_steps": 45}
     cfg = (
         get_config_class(name)()
         .environment(env, env_config=env_config)
@@ -102,6 +102,7 @@ def _assert_same_episodes(lean_eps, rl_eps):
         (8, False, "PPO", "fair/Lending-v0"),
         (8, True, "PPO", "fair/Lending-v0"),  # native vector env
         (3, False, "SELLF", "fair/LendingFICO-v0"),  # extra module output (label prob)
+        (8, True, "SELLF", "fair/LendingFICO-v0"),  # FICO's native vector env
     ],
 )
 def test_lean_loop_returns_rllibs_episodes(ray_session, num_envs, native, name, env):

@@ -1,4 +1,4 @@
-"""A native vector version of ``fair/Lending-v0``: N copies stepped by numpy in one call.
+"""Native vector versions of ``fair/Lending-v0`` and ``fair/LendingHard-v0`` (N copies, one call).
 
 RLlib samples ``num_envs_per_env_runner`` copies through gymnasium's vector API. With
 gymnasium's ``SyncVectorEnv`` every step is N Python calls of :class:`LendingEnv.step`
@@ -16,7 +16,8 @@ resets that copy and returns its reset observation and info, reward 0), which RL
 expects; infos come as gymnasium's vector info dict (arrays plus ``_key`` masks) with
 the dtypes ``SyncVectorEnv`` would give them.
 
-Registered as the ``vector_entry_point`` of ``fair/Lending-v0``; the package's configs
+:class:`LendingHardVectorEnv` (``fair/LendingHard-v0``) overrides the destination bins.
+Registered as the ``vector_entry_point`` of both ids; the package's configs
 use it when ``native_vector_env`` is on (the default) by setting RLlib's
 ``gym_env_vectorize_mode`` to ``vector_entry_point``.
 """

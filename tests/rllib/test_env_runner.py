@@ -10,6 +10,7 @@ from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
 from rllib_fair.algorithms import get_config_class
+from rllib_fair.envs.lending import LendingEnv
 from rllib_fair.rllib.env_runner import FairEnvRunner
 from rllib_fair.rllib.lean import _sample_categorical, check_sampled
 
@@ -217,3 +218,52 @@ def test_exponential_argmax_is_torch_multinomial(seed):
     check_sampled(batch[Columns.ACTION_LOGP].numpy())
     with pytest.raises(RuntimeError, match="not finite"):
         check_sampled(np.array([0.0, np.nan]))
+
+
+class _FailOnce(LendingEnv):
+    """fair/Lending-v0 whose step raises once per process, after 20 steps of an episode."""
+
+    failed = False
+
+    def step(self, action):
+        if not _FailOnce.failed and self._t >= 20:
+            _FailOnce.failed = True
+            raise RuntimeError("simulated crash of the environment")
+        return super().step(action)
+
+
+def _failing_runner(lean: bool, restart: bool):
+    cfg = (
+        get_config_class("PPO")()
+        .environment(lambda ctx: _FailOnce(max_steps=50))
+        .fairness(notion="equal_opportunity")
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2, lean_sampling=lean)
+        .fault_tolerance(restart_failed_sub_environments=restart)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=1)
+    )
+    cfg.validate()
+    runner = (cfg.env_runner_cls or SingleAgentEnvRunner)(config=cfg)
+    assert not lean or runner._lean_loop_applies(1, random_actions=False)
+    return runner
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_env_step_failure_recreates_the_env_or_raises_as_rllib(ray_session, lean):
+    _FailOnce.failed = False
+    runner = _failing_runner(lean, restart=True)
+    try:
+        episodes = runner.sample(num_timesteps=120, explore=True)
+        assert _FailOnce.failed
+        # the steps before the failure are dropped, the env is rebuilt and reset
+        assert sum(len(ep) for ep in episodes) >= 120
+        assert _value(runner.get_metrics()["num_env_step_failures"]) == 1
+    finally:
+        runner.stop()
+    _FailOnce.failed = False
+    runner = _failing_runner(lean, restart=False)
+    try:
+        with pytest.raises(RuntimeError):
+            runner.sample(num_timesteps=120, explore=True)
+    finally:
+        runner.stop()

@@ -206,27 +206,34 @@ def main() -> None:
         out = f"vs_sb3_{args.profile.lower().replace(' ', '_')}.prof"
         rllib_rate(args.profile, args, profile=out)
         print(f"cProfile: {out}")
-    base = statistics.median(rates["SB3 PPO"]) if rates.get("SB3 PPO") else None
     print(
         f"\nenv={args.env} batch={args.batch} minibatch={args.minibatch} epochs={args.epochs} "
         f"net={args.net} tanh, 1 env, 1 torch thread; median of {args.rounds} rounds x "
-        f"{args.iters} iterations"
+        f"{args.iters} iterations; a ratio is the median over rounds of the two rows' "
+        "rates in the same round (the machine's speed drifts between rounds)"
     )
     print(
         f"{'row':<22}{'env steps/s':>12}{'vs SB3':>8}{'vs PPO':>8}"
         f"{'sample s':>10}{'learn s':>9}{'sync s':>8}"
     )
-    ppo = statistics.median(rates["PPO"]) if rates.get("PPO") else None
     for row in rows:
         med = statistics.median(rates[row])
-        vs_sb3 = f"{med / base:.2f}" if base else "-"
-        vs_ppo = f"{med / ppo:.2f}" if ppo and row != "SB3 PPO" else "-"
+        vs_sb3 = _ratio(rates, row, "SB3 PPO")
+        vs_ppo = _ratio(rates, row, "PPO") if row != "SB3 PPO" else "-"
         line = f"{row:<22}{med:>12.0f}{vs_sb3:>8}{vs_ppo:>8}"
         if phases[row]:
             for key, width in zip(BREAKDOWN, (10, 9, 8), strict=True):
                 line += f"{statistics.median(p[key] for p in phases[row]):>{width}.3f}"
         print(line)
     ray.shutdown()
+
+
+def _ratio(rates: dict, row: str, base: str) -> str:
+    """Median over rounds of ``row``'s rate over ``base``'s rate in the same round."""
+    if not rates.get(base):
+        return "-"
+    per_round = [a / b for a, b in zip(rates[row], rates[base], strict=True)]
+    return f"{statistics.median(per_round):.2f}"
 
 
 if __name__ == "__main__":

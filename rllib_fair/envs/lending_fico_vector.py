@@ -19,32 +19,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
-from gymnasium.utils import seeding
 
 from rllib_fair.envs.lending_fico import LendingFICOEnv
-from rllib_fair.envs.lending_vector import binary_actions, copy_seeds
+from rllib_fair.envs.lending_vector import CopiesVectorEnv, binary_actions
 from rllib_fair.fairness.counts import NUM_FIELDS, POPULATION, QUALIFIED_MASS
 
 _QM = QUALIFIED_MASS - POPULATION  # the qualified-mass row of the population rows
 
 
-class LendingFICOVectorEnv(gym.vector.VectorEnv):
+class LendingFICOVectorEnv(CopiesVectorEnv):
     """``num_envs`` copies of :class:`LendingFICOEnv` (same keyword arguments) in arrays."""
 
-    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
-
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
-        if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs={num_envs!r}: expected a positive integer")
-        self.num_envs = n = int(num_envs)
-        self.spec_env = spec = LendingFICOEnv(**kwargs)  # validates every argument
-        self.single_observation_space = spec.observation_space
-        self.single_action_space = spec.action_space
-        self.observation_space = gym.vector.utils.batch_space(spec.observation_space, n)
-        self.action_space = gym.vector.utils.batch_space(spec.action_space, n)
-        size, g = spec.n_applicants, spec.n_groups
+        spec = LendingFICOEnv(**kwargs)  # validates every argument
+        self._init_copies(num_envs, spec)
+        n, size, g = self.num_envs, spec.n_applicants, spec.n_groups
         self._g, self._pool = g, size
         self._obs_table = np.stack([np.stack(row) for row in spec._obs_table])  # [G, B, D]
         self._success = np.asarray(spec._success, dtype=np.float64)  # [G, B]
@@ -58,39 +48,12 @@ class LendingFICOVectorEnv(gym.vector.VectorEnv):
         self._index = np.full(n, -1, dtype=np.int64)
         self._group = np.full(n, -1, dtype=np.int64)
         self._label = np.full(n, -1, dtype=np.int64)
-        self._obs = np.zeros((n, spec.observation_space.shape[0]), dtype=np.float32)
-        self._rngs: list[np.random.Generator | None] = [None] * n
-        self._u_buf = np.zeros((n, spec._UNIFORM_BLOCK, spec._UNIFORM_WIDTH))
-        self._u_pos = np.full(n, spec._UNIFORM_BLOCK, dtype=np.int64)
-        self._needs_reset = np.zeros(n, dtype=bool)
-        self._started = False
-        self._rows = np.arange(n)
-        self._all_true = np.ones(n, dtype=bool)
-        self._all_true.flags.writeable = False  # shared by every step's info masks
 
     # ------------------------------------------------------------------ gymnasium API
 
-    def reset(
-        self, *, seed: int | list | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Resets every copy; ``seed`` s seeds copy i with s + i (or a list per copy)."""
-        for i, s in enumerate(copy_seeds(seed, self.num_envs)):
-            if s is not None or self._rngs[i] is None:
-                self._rngs[i], _ = seeding.np_random(s)
-                self._u_pos[i] = self._u_buf.shape[1]  # drop buffered draws
-        self._reset_copies(self._rows)
-        self._needs_reset[:] = False
-        self._started = True
-        n = self.num_envs
-        counts = np.zeros((n, NUM_FIELDS, self._g))
-        counts[:, POPULATION:] = self._pop_rows
-        minus = np.full(n, -1, dtype=np.int64)
-        return self._obs.copy(), self._infos(counts, minus, minus.copy(), minus.copy())
-
     def step(self, actions: Any) -> tuple:
         """One step of every copy (copies whose episode ended last step reset instead)."""
-        if not self._started:
-            raise RuntimeError("LendingFICOVectorEnv.step() called before reset()")
+        self._check_started()
         a = binary_actions(actions, self.num_envs)
         spec = self.spec_env
         n = self.num_envs
@@ -145,21 +108,6 @@ class LendingFICOVectorEnv(gym.vector.VectorEnv):
 
     # ------------------------------------------------------------------ internals
 
-    def _infos(self, counts, group, label, decision) -> dict[str, Any]:
-        mask = self._all_true
-        return {
-            "fairness": counts,
-            "_fairness": mask,
-            "group": group,
-            "_group": mask,
-            "label": label,
-            "_label": mask,
-            "decision": decision,
-            "_decision": mask,
-            "label_observed": (decision == 1).astype(np.int64),
-            "_label_observed": mask,
-        }
-
     def _reset_copies(self, rows: np.ndarray) -> None:
         """A new pool per copy from LendingFICOEnv's own ``_fill_pool``, then an applicant."""
         spec = self.spec_env
@@ -177,12 +125,7 @@ class LendingFICOVectorEnv(gym.vector.VectorEnv):
         """PoolEnv._draw_applicant for the copies in ``rows`` (one uniform row each)."""
         if len(rows) == 0:
             return
-        block = self._u_buf.shape[1]
-        for i in rows[self._u_pos[rows] >= block]:
-            self._u_buf[i] = self._rngs[i].random((block, self._u_buf.shape[2]))
-            self._u_pos[i] = 0
-        u = self._u_buf[rows, self._u_pos[rows]]
-        self._u_pos[rows] += 1
+        u = self._uniforms(rows)
         # int(u * n) truncates toward zero (u >= 0); u * n can round up to n
         idx = np.minimum((u[:, 0] * self._pool).astype(np.int64), self._pool - 1)
         group = self._pool_group[rows, idx]

@@ -70,23 +70,106 @@ def binary_actions(actions: Any, n: int) -> np.ndarray:
     return a.astype(np.int64, copy=False)
 
 
-class LendingVectorEnv(gym.vector.VectorEnv):
-    """``num_envs`` copies of :class:`LendingEnv` (same keyword arguments) in arrays."""
+class CopiesVectorEnv(gym.vector.VectorEnv):
+    """What the native vector envs share: N copies of a one-decision-per-step env.
+
+    Spaces from the single env ``spec_env``, per-copy generators seeded like
+    ``SyncVectorEnv`` (:meth:`_seed_copies`), per-copy blocks of the single env's
+    uniforms (:meth:`_uniforms`), the shown observations ``_obs`` and gymnasium's vector
+    info dict of the decision infos (:meth:`_infos`). Subclasses call
+    :meth:`_init_copies` from ``__init__``.
+    """
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def _init_copies(self, num_envs: Any, spec: Any) -> None:
+        if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs={num_envs!r}: expected a positive integer")
+        self.num_envs = n = int(num_envs)
+        self.spec_env = spec
+        self.single_observation_space = spec.observation_space
+        self.single_action_space = spec.action_space
+        self.observation_space = gym.vector.utils.batch_space(spec.observation_space, n)
+        self.action_space = gym.vector.utils.batch_space(spec.action_space, n)
+        self._obs = np.zeros((n, spec.observation_space.shape[0]), dtype=np.float32)
+        self._rngs: list[np.random.Generator | None] = [None] * n
+        self._u_buf = np.zeros((n, spec._UNIFORM_BLOCK, spec._UNIFORM_WIDTH))
+        self._u_pos = np.full(n, spec._UNIFORM_BLOCK, dtype=np.int64)
+        self._needs_reset = np.zeros(n, dtype=bool)
+        self._started = False
+        self._rows = np.arange(n)
+        self._all_true = np.ones(n, dtype=bool)
+        self._all_true.flags.writeable = False  # shared by every step's info masks
+
+    def reset(
+        self, *, seed: int | list | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Resets every copy; ``seed`` s seeds copy i with s + i (or a list per copy).
+
+        The subclass's ``_reset_copies(rows)`` starts the episodes and shows the first
+        applicants; its ``_pop_rows`` (``[N, 2, G]``) go into the reset infos.
+        """
+        self._seed_copies(seed)
+        self._reset_copies(self._rows)
+        self._needs_reset[:] = False
+        self._started = True
+        counts = np.zeros((self.num_envs, NUM_FIELDS, self.spec_env.n_groups))
+        counts[:, POPULATION:] = self._pop_rows
+        minus = np.full(self.num_envs, -1, dtype=np.int64)
+        return self._obs.copy(), self._infos(counts, minus, minus.copy(), minus.copy())
+
+    def _seed_copies(self, seed: int | list | None) -> None:
+        """Copy i gets ``np_random(seed + i)`` (a new generator only when seeded)."""
+        for i, s in enumerate(copy_seeds(seed, self.num_envs)):
+            if s is not None or self._rngs[i] is None:
+                self._rngs[i], _ = seeding.np_random(s)
+                self._u_pos[i] = self._u_buf.shape[1]  # drop buffered draws
+
+    def _check_started(self) -> None:
+        if not self._started:
+            raise RuntimeError(f"{type(self).__name__}.step() called before reset()")
+
+    def _uniforms(self, rows: np.ndarray) -> np.ndarray:
+        """The next uniform row of each copy in ``rows``, ``[k, width]``.
+
+        As ``FairEnvMixin._uniform_row``: a block of rows is drawn from the copy's
+        generator when its buffer is used up.
+        """
+        pos = self._u_pos
+        block = self._u_buf.shape[1]
+        for i in rows[pos[rows] >= block]:
+            self._u_buf[i] = self._rngs[i].random((block, self._u_buf.shape[2]))
+            pos[i] = 0
+        u = self._u_buf[rows, pos[rows]]
+        pos[rows] += 1
+        return u
+
+    def _infos(self, counts, group, label, decision) -> dict[str, Any]:
+        """Gymnasium's vector info dict of ``FairEnvMixin._decision_info`` per copy."""
+        mask = self._all_true
+        return {
+            "fairness": counts,
+            "_fairness": mask,
+            "group": group,
+            "_group": mask,
+            "label": label,
+            "_label": mask,
+            "decision": decision,
+            "_decision": mask,
+            "label_observed": (decision == 1).astype(np.int64),  # 1 iff accepted
+            "_label_observed": mask,
+        }
+
+
+class LendingVectorEnv(CopiesVectorEnv):
+    """``num_envs`` copies of :class:`LendingEnv` (same keyword arguments) in arrays."""
 
     #: The single env whose copies this vector env steps (and whose arguments it takes).
     SINGLE_ENV: type = LendingEnv
 
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
-        if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs={num_envs!r}: expected a positive integer")
-        self.num_envs = int(num_envs)
-        self.spec_env = spec = self.SINGLE_ENV(**kwargs)  # validates every argument
-        self.single_observation_space = spec.observation_space
-        self.single_action_space = spec.action_space
-        self.observation_space = gym.vector.utils.batch_space(spec.observation_space, num_envs)
-        self.action_space = gym.vector.utils.batch_space(spec.action_space, num_envs)
+        spec = self.SINGLE_ENV(**kwargs)  # validates every argument
+        self._init_copies(num_envs, spec)
         n, g, b = self.num_envs, spec.n_groups, spec.n_bins
         self._g, self._b = g, b
         self._success = np.asarray(spec._success, dtype=np.float64)  # [G, B]
@@ -103,14 +186,7 @@ class LendingVectorEnv(gym.vector.VectorEnv):
         self._group = np.full(n, -1, dtype=np.int64)
         self._bin = np.full(n, -1, dtype=np.int64)
         self._label = np.full(n, -1, dtype=np.int64)
-        self._obs = np.zeros((n, spec.observation_space.shape[0]), dtype=np.float32)
-        self._rngs: list[np.random.Generator | None] = [None] * n
-        self._u_buf = np.zeros((n, spec._UNIFORM_BLOCK, spec._UNIFORM_WIDTH))
-        self._u_pos = np.full(n, spec._UNIFORM_BLOCK, dtype=np.int64)
-        self._needs_reset = np.zeros(n, dtype=bool)
-        self._started = False
-        self._rows = np.arange(n)
-        # Tables for the step of every copy at once (_step_all), indexed by
+        # Tables for the decisions of many copies at once (_decide), indexed by
         # key = 2 * decision + label: the reward (what LendingEnv.step adds to its cash),
         # the destination bin per source bin (LendingEnv._destination) and the decision
         # rows of the counts per group (decision_counts).
@@ -126,106 +202,61 @@ class LendingVectorEnv(gym.vector.VectorEnv):
                 rows[QUALIFIED, grp] = y
                 rows[SELECTED, grp] = acc
                 rows[SELECTED_QUALIFIED, grp] = y * acc
-        self._all_true = np.ones(n, dtype=bool)
-        self._all_true.flags.writeable = False  # shared by every step's info masks
 
     # ------------------------------------------------------------------ gymnasium API
 
-    def reset(
-        self, *, seed: int | list | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Resets every copy; ``seed`` s seeds copy i with s + i (or a list per copy)."""
-        seeds = copy_seeds(seed, self.num_envs)
-        mask = np.ones(self.num_envs, dtype=bool)
-        for i, s in enumerate(seeds):
-            if s is not None or self._rngs[i] is None:
-                self._rngs[i], _ = seeding.np_random(s)
-                self._u_pos[i] = self._u_buf.shape[1]  # drop buffered draws
-        self._reset_copies(mask)
-        self._needs_reset[:] = False
-        self._started = True
-        return self._obs.copy(), self._infos_reset(mask)
-
     def step(self, actions: Any) -> tuple:
-        """One step of every copy (copies whose episode ended last step reset instead)."""
-        if not self._started:
-            raise RuntimeError("LendingVectorEnv.step() called before reset()")
+        """One step of every copy (copies whose episode ended last step reset instead).
+
+        Almost every step no copy resets and every copy decides at once; otherwise the
+        copies that ended last step reset (reward 0, reset info) and the others step.
+        Both give what :class:`LendingEnv` gives (``tests/envs/test_lending_vector.py``).
+        """
+        self._check_started()
         a = binary_actions(actions, self.num_envs)
-        if not self._needs_reset.any():
-            return self._step_all(a)
-        resetting = self._needs_reset.copy()
-        stepping = ~resetting
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        spec = self.spec_env
+        resetting = self._needs_reset
+        everyone = not resetting.any()
+        rows = self._rows if everyone else self._rows[~resetting]
+        # the shown applicants (copies: the draws below write into these arrays)
+        g, b, y = self._group[rows], self._bin[rows], self._label[rows]
+        acc = a[rows]
+        key, reward = self._decide(rows, acc, g, b, y)
+        counts = np.zeros((self.num_envs, NUM_FIELDS, self._g))
+        counts[rows, :POPULATION] = self._decision_rows_of[key, g]
         terminated = np.zeros(self.num_envs, dtype=bool)
         truncated = np.zeros(self.num_envs, dtype=bool)
-        spec = self.spec_env
-        counts = np.zeros((self.num_envs, NUM_FIELDS, self._g))
-        group = np.full(self.num_envs, -1, dtype=np.int64)
-        label = np.full(self.num_envs, -1, dtype=np.int64)
-        decision = np.full(self.num_envs, -1, dtype=np.int64)
-        if stepping.any():
-            rows = self._rows[stepping]
-            g, b, y = self._group[rows], self._bin[rows], self._label[rows]
-            acc = a[rows]
-            reward = np.where(acc == 1, np.where(y == 1, spec._gain, -spec.loan_amount), 0.0)
-            self._cash[rows] += reward
-            rewards[rows] = reward
-            dst = self._destinations(rows, 2 * acc + y, g, b)
-            moving = dst != b
-            if moving.any():
-                self._shift(rows[moving], g[moving], b[moving], dst[moving])
-            repaid = y == 1
-            if repaid.any():
-                r, gg = rows[repaid], g[repaid]
-                self._qualified[r, gg] += 1
-                self._sel_qualified[r, gg] += acc[repaid]
-                if spec._tpr_off >= 0:
-                    self._obs[r, spec._tpr_off + gg] = (
-                        self._sel_qualified[r, gg] / self._qualified[r, gg]
-                    )
-            self._t[rows] += 1
-            counts[rows, DECIDED, g] = 1.0
-            counts[rows, QUALIFIED, g] = y
-            counts[rows, SELECTED, g] = acc
-            counts[rows, SELECTED_QUALIFIED, g] = y * acc
-            counts[rows, POPULATION:] = self._pop_rows[rows]
-            group[rows], label[rows], decision[rows] = g, y, acc
-            terminated[rows] = self._cash[rows] < spec.loan_amount
-            truncated[rows] = self._t[rows] >= spec.max_steps
-            self._draw_applicants(rows)
-        if resetting.any():
-            self._reset_copies(resetting)
-            counts[resetting, POPULATION:] = self._pop_rows[resetting]
+        terminated[rows] = self._cash[rows] < spec.loan_amount
+        truncated[rows] = self._t[rows] >= spec.max_steps
+        self._draw_applicants(rows)
+        if everyone:
+            rewards, group, label, decision = reward, g, y, acc.copy()
+        else:
+            rewards = np.zeros(self.num_envs)
+            group = np.full(self.num_envs, -1, dtype=np.int64)
+            label, decision = group.copy(), group.copy()
+            rewards[rows], group[rows], label[rows], decision[rows] = reward, g, y, acc
+            self._reset_copies(self._rows[resetting])
+        counts[:, POPULATION:] = self._pop_rows
         self._needs_reset = terminated | truncated
-        infos = {
-            "fairness": counts,
-            "_fairness": np.ones(self.num_envs, dtype=bool),
-            "group": group,
-            "_group": np.ones(self.num_envs, dtype=bool),
-            "label": label,
-            "_label": np.ones(self.num_envs, dtype=bool),
-            "decision": decision,
-            "_decision": np.ones(self.num_envs, dtype=bool),
-            "label_observed": (decision == 1).astype(np.int64),
-            "_label_observed": np.ones(self.num_envs, dtype=bool),
-        }
-        return self._obs.copy(), rewards, terminated, truncated, infos
+        return (
+            self._obs.copy(),
+            rewards,
+            terminated,
+            truncated,
+            self._infos(counts, group, label, decision),
+        )
 
-    def _step_all(self, a: np.ndarray) -> tuple:
-        """:meth:`step` when no copy resets: whole-array operations, same results.
+    def _decide(self, rows, acc, g, b, y) -> tuple[np.ndarray, np.ndarray]:
+        """LendingEnv.step's decision on the shown applicants of ``rows``.
 
-        Every copy decides on its shown applicant; the per-copy values are looked up in
-        the tables made in ``__init__`` (``key = 2 * decision + label``) instead of
-        computed with nested ``where``s. The general path of :meth:`step` handles steps
-        with resetting copies; both give what :class:`LendingEnv` gives
-        (``tests/envs/test_lending_vector.py``).
+        The per-copy values come from the tables made in ``__init__``, indexed by
+        ``key = 2 * decision + label``. Returns ``(key, reward)`` per row.
         """
         spec = self.spec_env
-        rows = self._rows
-        g, b, y = self._group, self._bin, self._label  # replaced (not changed) by the draw
-        key = 2 * a + y
-        rewards = self._reward_of[key]
-        self._cash += rewards
+        key = 2 * acc + y
+        reward = self._reward_of[key]
+        self._cash[rows] += reward
         dst = self._destinations(rows, key, g, b)
         moving = dst != b
         if moving.any():
@@ -234,60 +265,12 @@ class LendingVectorEnv(gym.vector.VectorEnv):
         if repaid.any():
             r, gg = rows[repaid], g[repaid]
             self._qualified[r, gg] += 1
-            self._sel_qualified[r, gg] += a[repaid]
+            self._sel_qualified[r, gg] += acc[repaid]
             if spec._tpr_off >= 0:
                 tpr = self._sel_qualified[r, gg] / self._qualified[r, gg]
                 self._obs[r, spec._tpr_off + gg] = tpr
-        self._t += 1
-        counts = np.empty((self.num_envs, NUM_FIELDS, self._g))
-        counts[:, :POPULATION] = self._decision_rows_of[key, g]
-        counts[:, POPULATION:] = self._pop_rows
-        terminated = self._cash < spec.loan_amount
-        truncated = self._t >= spec.max_steps
-        self._needs_reset = terminated | truncated
-        self._draw_all()
-        mask = self._all_true
-        infos = {
-            "fairness": counts,
-            "_fairness": mask,
-            "group": g,
-            "_group": mask,
-            "label": y,
-            "_label": mask,
-            "decision": a.copy(),
-            "_decision": mask,
-            "label_observed": a.copy(),  # 1 iff accepted
-            "_label_observed": mask,
-        }
-        return self._obs.copy(), rewards, terminated, truncated, infos
-
-    def _draw_all(self) -> None:
-        """:meth:`_draw_applicants` for every copy, each of which shows an applicant."""
-        spec = self.spec_env
-        rows = self._rows
-        pos = self._u_pos
-        block = self._u_buf.shape[1]
-        if (pos >= block).any():
-            for i in np.flatnonzero(pos >= block):
-                self._u_buf[i] = self._rngs[i].random((block, self._u_buf.shape[2]))
-                pos[i] = 0
-        u = self._u_buf[rows, pos]
-        pos += 1
-        self._keep_draws(rows, u)
-        gcum = self._group_cum
-        g = (gcum[None, :] <= (u[:, 0] * gcum[-1])[:, None]).sum(axis=1)
-        cum = self._cluster_cum[rows, g]
-        b = (cum <= (u[:, 1] * cum[:, -1])[:, None]).sum(axis=1)
-        obs = self._obs
-        if spec._bin_off >= 0:
-            obs[rows, spec._bin_off + self._bin] = 0.0
-            obs[rows, spec._bin_off + b] = 1.0
-        if spec._group_off >= 0:
-            obs[rows, spec._group_off + self._group] = 0.0
-            obs[rows, spec._group_off + g] = 1.0
-        self._group = g
-        self._bin = b
-        self._label = (u[:, 2] < self._success[g, b]).astype(np.int64)
+        self._t[rows] += 1
+        return key, reward
 
     # ------------------------------------------------------------------ internals
 
@@ -302,25 +285,7 @@ class LendingVectorEnv(gym.vector.VectorEnv):
     def _keep_draws(self, rows, u) -> None:
         """Hook for uniforms beyond (group, bin, label) of each drawn row (none here)."""
 
-    def _infos_reset(self, mask: np.ndarray) -> dict[str, Any]:
-        counts = np.zeros((self.num_envs, NUM_FIELDS, self._g))
-        counts[:, POPULATION:] = self._pop_rows
-        minus = np.full(self.num_envs, -1, dtype=np.int64)
-        return {
-            "fairness": counts,
-            "_fairness": mask.copy(),
-            "group": minus.copy(),
-            "_group": mask.copy(),
-            "label": minus.copy(),
-            "_label": mask.copy(),
-            "decision": minus.copy(),
-            "_decision": mask.copy(),
-            "label_observed": np.zeros(self.num_envs, dtype=np.int64),
-            "_label_observed": mask.copy(),
-        }
-
-    def _reset_copies(self, mask: np.ndarray) -> None:
-        rows = self._rows[mask]
+    def _reset_copies(self, rows: np.ndarray) -> None:
         self._cluster[rows] = self._init_cluster
         self._cluster_cum[rows] = np.cumsum(self._init_cluster, axis=-1)
         self._pop_rows[rows, 0] = self._group_probs
@@ -349,16 +314,6 @@ class LendingVectorEnv(gym.vector.VectorEnv):
         prod = self._cluster[rows, g] * self._success[g]
         total = np.cumsum(prod, axis=-1)[:, -1]  # left to right, as LendingEnv's sum()
         self._pop_rows[rows, QUALIFIED_MASS - POPULATION, g] = self._group_probs[g] * total
-
-    def _uniforms(self, rows: np.ndarray) -> np.ndarray:
-        """The next (group, bin, label) uniforms of each copy in ``rows``, ``[k, 3]``."""
-        block = self._u_buf.shape[1]
-        for i in rows[self._u_pos[rows] >= block]:
-            self._u_buf[i] = self._rngs[i].random((block, self._u_buf.shape[2]))
-            self._u_pos[i] = 0
-        u = self._u_buf[rows, self._u_pos[rows]]
-        self._u_pos[rows] += 1
-        return u
 
     def _draw_applicants(self, rows: np.ndarray) -> None:
         spec = self.spec_env

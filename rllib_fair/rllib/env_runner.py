@@ -53,31 +53,14 @@ from ray.rllib.utils.metrics import (
     RLMODULE_INFERENCE_TIMER,
     WEIGHTS_SEQ_NO,
 )
-from ray.rllib.utils.numpy import convert_to_numpy
-from ray.rllib.utils.spaces.space_utils import batch as batch_fn
-from ray.rllib.utils.spaces.space_utils import unbatch as unbatch_fn
 from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
 from rllib_fair.rllib.lean import (
     FusedDiscreteActionsToEnv,
     FusedFlatObsToModule,
-    _reduced_numpy,
-    _sample_categorical,
-    check_sampled,
 )
 
 logger = logging.getLogger(__name__)
-
-
-def _rows(data):
-    """One column of the module's output as per-copy items (FusedDiscreteActionsToEnv).
-
-    A batched tensor becomes one numpy array (float32 / int32, RLlib's
-    ``convert_to_numpy``) whose rows are the items; anything else RLlib's ``unbatch`` list.
-    """
-    if isinstance(data, torch.Tensor) and data.dim() > 0:
-        return _reduced_numpy(data)
-    return unbatch_fn(convert_to_numpy(data))
 
 
 def _infos_to_list(wrapper, infos: dict, n: int) -> list[dict]:
@@ -164,7 +147,6 @@ class FairEnvRunner(SingleAgentEnvRunner):
         n = self.num_envs
         module = self.module
         m2e = self._module_to_env
-        get_actions = m2e.connectors[0]
         clip = m2e.connectors[4]
         copy_for_env = clip.normalize_actions or clip.clip_actions
         to_tensor = self._env_to_module.connectors[-1]
@@ -193,26 +175,13 @@ class FairEnvRunner(SingleAgentEnvRunner):
             else:
                 batch = forward(to_module)
             inference_s += perf() - t0
-            # FusedDiscreteActionsToEnv: actions, then every column as numpy rows.
-            sampled = _sample_categorical(module, batch, explore)
-            if not sampled:
-                get_actions(
-                    rl_module=module,
-                    batch=batch,
-                    episodes=self._ongoing_episodes,
-                    explore=explore,
-                    shared_data=self._shared_data,
-                )
-            columns = {}
-            actions = None
-            for column, data in batch.items():
-                rows = _rows(data)
-                if column == Columns.ACTIONS:
-                    actions = rows if isinstance(rows, np.ndarray) else batch_fn(rows)
-                else:
-                    columns[column] = rows
-            if sampled:
-                check_sampled(columns[Columns.ACTION_LOGP])
+            actions, columns = m2e.actions_and_rows(
+                rl_module=module,
+                batch=batch,
+                episodes=self._ongoing_episodes,
+                explore=explore,
+                shared_data=self._shared_data,
+            )
             actions_for_env = actions.copy() if copy_for_env else actions
             t0 = perf()
             try:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from ray.rllib.connectors.env_to_module.env_to_module_pipeline import EnvToModulePipeline
 from ray.rllib.connectors.module_to_env.module_to_env_pipeline import ModuleToEnvPipeline
 
@@ -272,13 +273,34 @@ class FusedDiscreteActionsToEnv(LeanModuleToEnvPipeline):
         **kwargs: Any,
     ) -> dict:
         """The env runner's dict: actions, actions for the env, per-episode outputs."""
-        import copy
-
-        import torch
         from ray.rllib.core.columns import Columns
-        from ray.rllib.utils.numpy import convert_to_numpy
+
+        actions, columns = self.actions_and_rows(
+            rl_module=rl_module,
+            batch=batch,
+            episodes=episodes,
+            explore=explore,
+            shared_data=shared_data,
+        )
+        out = {c: list(r) if isinstance(r, np.ndarray) else r for c, r in columns.items()}
+        out[Columns.ACTIONS] = actions
+        clip = self.connectors[4]
+        if clip.normalize_actions or clip.clip_actions:
+            out[Columns.ACTIONS_FOR_ENV] = actions.copy()
+        return out
+
+    def actions_and_rows(
+        self, *, rl_module, batch: dict, episodes, explore, shared_data
+    ) -> tuple[np.ndarray, dict]:
+        """The sampled actions (one array) and every other column as per-copy rows.
+
+        Samples like ``GetActions`` (:func:`_sample_categorical` where it applies);
+        a batched tensor column becomes one numpy array whose rows are the copies'
+        items (:func:`_reduced_numpy`), anything else RLlib's ``unbatch`` list. The
+        env runner's lean loop (:mod:`rllib_fair.rllib.env_runner`) calls this directly.
+        """
+        from ray.rllib.core.columns import Columns
         from ray.rllib.utils.spaces.space_utils import batch as batch_fn
-        from ray.rllib.utils.spaces.space_utils import unbatch as unbatch_fn
 
         sampled = _sample_categorical(rl_module, batch, explore)
         if not sampled:
@@ -289,19 +311,29 @@ class FusedDiscreteActionsToEnv(LeanModuleToEnvPipeline):
                 explore=explore,
                 shared_data=shared_data,
             )
-        clip = self.connectors[4]
-        out = {}
-        for column, data in batch.items():
-            if isinstance(data, torch.Tensor) and data.dim() > 0:
-                items = list(_reduced_numpy(data))  # = unbatch(convert_to_numpy(data))
-            else:
-                items = unbatch_fn(convert_to_numpy(data))
-            out[column] = batch_fn(items) if column == Columns.ACTIONS else items
+        columns = {column: _rows(data) for column, data in batch.items()}
+        actions = columns.pop(Columns.ACTIONS)
+        if not isinstance(actions, np.ndarray):
+            actions = batch_fn(actions)
         if sampled:
-            check_sampled(out[Columns.ACTION_LOGP])
-        if clip.normalize_actions or clip.clip_actions:
-            out[Columns.ACTIONS_FOR_ENV] = copy.deepcopy(out[Columns.ACTIONS])
-        return out
+            check_sampled(columns[Columns.ACTION_LOGP])
+        return actions, columns
+
+
+def _rows(data):
+    """One module output column as per-copy items: RLlib's ``TensorToNumpy`` + unbatch.
+
+    A batched tensor becomes one numpy array (float32 / int32, RLlib's
+    ``convert_to_numpy``) whose rows are the items; anything else RLlib's ``unbatch``
+    list.
+    """
+    import torch
+    from ray.rllib.utils.numpy import convert_to_numpy
+    from ray.rllib.utils.spaces.space_utils import unbatch as unbatch_fn
+
+    if isinstance(data, torch.Tensor) and data.dim() > 0:
+        return _reduced_numpy(data)
+    return unbatch_fn(convert_to_numpy(data))
 
 
 def _reduced_numpy(tensor):

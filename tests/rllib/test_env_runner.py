@@ -11,7 +11,7 @@ from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
 from rllib_fair.algorithms import get_config_class
 from rllib_fair.envs.lending import LendingEnv
-from rllib_fair.rllib.env_runner import FairEnvRunner
+from rllib_fair.rllib.env_runner import FairEnvRunner, _infos_to_list, _pending_infos
 from rllib_fair.rllib.lean import _sample_categorical, check_sampled
 
 pytestmark = pytest.mark.ray
@@ -36,9 +36,12 @@ def _runner(
     callbacks=None,
     name: str = "PPO",
     env: str = "fair/Lending-v0",
+    max_steps: int | None = None,
 ):
-    # short episodes: copies end and restart inside every sample call
-    env_config = {"max_steps": 37} if env == "fair/Lending-v0" else {"max_steps": 45}
+    # short episodes by default: copies end and restart inside every sample call
+    if max_steps is None:
+        max_steps = 37 if env == "fair/Lending-v0" else 45
+    env_config = {"max_steps": max_steps}
     cfg = (
         get_config_class(name)()
         .environment(env, env_config=env_config)
@@ -97,20 +100,23 @@ def _assert_same_episodes(lean_eps, rl_eps):
 
 
 @pytest.mark.parametrize(
-    ("num_envs", "native", "name", "env"),
+    ("num_envs", "native", "name", "env", "max_steps"),
     [
-        (1, False, "PPO", "fair/Lending-v0"),
-        (8, False, "PPO", "fair/Lending-v0"),
-        (8, True, "PPO", "fair/Lending-v0"),  # native vector env
-        (3, False, "SELLF", "fair/LendingFICO-v0"),  # extra module output (label prob)
-        (8, True, "SELLF", "fair/LendingFICO-v0"),  # FICO's native vector env
+        (1, False, "PPO", "fair/Lending-v0", None),
+        (8, False, "PPO", "fair/Lending-v0", None),
+        (8, True, "PPO", "fair/Lending-v0", None),  # native vector env
+        # long episodes: held steps cross sample calls and the chunks' cuts
+        (8, True, "PPO", "fair/Lending-v0", 400),
+        (1, False, "PPO", "fair/Lending-v0", 400),
+        (3, False, "SELLF", "fair/LendingFICO-v0", None),  # extra output (label prob)
+        (8, True, "SELLF", "fair/LendingFICO-v0", None),  # FICO's native vector env
     ],
 )
-def test_lean_loop_returns_rllibs_episodes(ray_session, num_envs, native, name, env):
+def test_lean_loop_returns_rllibs_episodes(ray_session, num_envs, native, name, env, max_steps):
     runs = {}
     for lean in (True, False):
         torch.manual_seed(0)
-        runner = _runner(lean, num_envs, native, name=name, env=env)
+        runner = _runner(lean, num_envs, native, name=name, env=env, max_steps=max_steps)
         try:
             assert not lean or runner._lean_loop_applies(1, random_actions=False)
             calls = [
@@ -267,3 +273,80 @@ def test_env_step_failure_recreates_the_env_or_raises_as_rllib(ray_session, lean
             runner.sample(num_timesteps=120, explore=True)
     finally:
         runner.stop()
+
+
+class _SometimesInfo(LendingEnv):
+    """fair/Lending-v0 whose infos lack ``"odd"`` every fifth step where the label is 0.
+
+    Copies differ: with several copies the vector info dicts keep the key, with a
+    partial ``_odd`` mask every fifth step; with one copy the key comes and goes.
+    """
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self._t % 5 or self._label:
+            info["odd"] = self._t
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize("num_envs", [1, 4])
+def test_lean_loop_keeps_infos_whose_keys_vary_by_step(ray_session, num_envs):
+    runs = {}
+    for lean in (True, False):
+        torch.manual_seed(0)
+        cfg = (
+            get_config_class("PPO")()
+            .environment(lambda ctx: _SometimesInfo(max_steps=300))
+            .fairness(notion="equal_opportunity")
+            .env_runners(num_env_runners=0, num_envs_per_env_runner=num_envs, lean_sampling=lean)
+            .rl_module(model_config={"fcnet_hiddens": [8]})
+            .debugging(seed=2)
+        )
+        cfg.validate()
+        runner = (cfg.env_runner_cls or SingleAgentEnvRunner)(config=cfg)
+        try:
+            runs[lean] = [runner.sample(num_timesteps=120, explore=True) for _ in range(2)]
+        finally:
+            runner.stop()
+    for a, b in zip(runs[True], runs[False], strict=True):
+        _assert_same_episodes(a, b)
+    infos = runs[True][0][0].get_infos()
+    assert any("odd" in info for info in infos) and any("odd" not in info for info in infos)
+
+
+def test_held_steps_infos_are_the_per_step_conversion():
+    """_pending_infos (stacked) equals _infos_to_list step by step, masks and keys included."""
+    from gymnasium.wrappers.vector import DictInfoToList
+
+    rng = np.random.default_rng(0)
+    n, k = 3, 4
+
+    def step_dict(mask=None, extra=False):
+        d = {
+            "counts": rng.random((n, 2, 2)),
+            "_counts": np.ones(n, dtype=bool),
+            "group": rng.integers(0, 2, n),
+            "_group": np.ones(n, dtype=bool) if mask is None else mask,
+        }
+        if extra:
+            d["extra"] = rng.random(n).astype(np.float32)
+            d["_extra"] = np.ones(n, dtype=bool)
+        return d
+
+    wrapper = DictInfoToList.__new__(DictInfoToList)
+    cases = {
+        "all true": [step_dict() for _ in range(k)],
+        "partial mask": [step_dict(np.array([True, False, True])) for _ in range(k)],
+        "keys vary": [step_dict(extra=t % 2 == 1) for t in range(k)],
+    }
+    for name, steps in cases.items():
+        got = _pending_infos(steps, wrapper, object(), n)
+        want = [_infos_to_list(wrapper, d, n) for d in steps]
+        assert len(got) == n, name
+        for i in range(n):
+            assert len(got[i]) == k, name
+            for t in range(k):
+                _assert_same_info(got[i][t], want[t][i], (name, i, t))
+    # the partial mask leaves the key out of copy 1's infos
+    got = _pending_infos(cases["partial mask"], wrapper, object(), n)
+    assert "group" not in got[1][0] and "group" in got[0][0]

@@ -17,7 +17,10 @@ reported metrics:
   minibatch loop runs, such records are held back (last value per key) and written when
   it ends, before anything after the loop (``after_gradient_based_update``: PPO's KL
   coefficient) reads them; the steps-trained counters are summed and written once.
-  Records with any other reduction pass straight through.
+  Records with any other reduction pass straight through. Statistics that are only
+  logged (PPO's policy and value losses, explained variance, entropy; the fairness
+  learners' own) are computed on the last minibatch alone
+  (:meth:`LeanLearnerMixin.last_value_log_due`): the reported values are the same.
 * **Finite-gradient checks.** ``TorchLearner.apply_gradients`` tests every gradient
   tensor with ``torch.isfinite(...).all()`` twice (about 24 host syncs per minibatch for
   PPO). Here one ``torch._foreach_norm`` over all gradients decides: a tensor's 2-norm is
@@ -332,12 +335,22 @@ class LeanLearnerMixin:
     def _lean_mark_last(self) -> None:
         self._lean_last_minibatch = True
 
+    def last_value_log_due(self) -> bool:
+        """Whether a ``window=1`` record made now can reach the update's result.
+
+        Inside the lean minibatch loop only the last minibatch's ``window=1`` records
+        survive the reduce (each one replaces the previous); statistics that are only
+        logged (not part of the loss) need computing then alone. Outside the loop (RLlib's
+        update path, a direct ``compute_losses`` call) every record counts: True.
+        """
+        return not self._lean_active or self._lean_last_minibatch
+
     def _compute_off_policyness(self, batch) -> None:
         """RLlib's off-policyness record, computed for the last minibatch only.
 
         RLlib logs it with ``window=1``: earlier minibatches' values never reach a result.
         """
-        if not self._lean_active or self._lean_last_minibatch:
+        if self.last_value_log_due():
             super()._compute_off_policyness(batch)
 
     def _log_steps_trained_metrics(self, batch) -> None:

@@ -54,31 +54,14 @@ def lean_ppo_loss(learner, *, module_id, config, batch, fwd_out, module) -> torc
       valid (most minibatches) ``x[mask]`` is ``x`` itself.
     * The old policy's distribution is only built when the KL term is used (RLlib builds
       it on every minibatch); the statistics that are only logged (policy loss, value
-      loss, explained variance, entropy) are computed outside autograd.
+      loss, explained variance, entropy) are computed outside autograd, and inside the
+      lean minibatch loop on its last minibatch only (the one whose ``window=1`` records
+      reach the result; :meth:`~rllib_fair.rllib.lean_learner.LeanLearnerMixin.last_value_log_due`).
 
     What RLlib's path would differ in is only its errors: it raises in the distribution
     constructor for logits of fewer than one dimension, this path raises in ``gather``.
     """
-    mask = batch.get(Columns.LOSS_MASK)
-    if mask is None:
-
-        def masked_mean(x):
-            return torch.mean(x)
-    else:
-        num_valid = torch.sum(mask)
-        if mask.dim() != 1 or mask.dtype != torch.bool:
-
-            def masked_mean(x):
-                return torch.sum(x[mask]) / num_valid
-        elif bool(num_valid == mask.shape[0]):
-
-            def masked_mean(x):
-                return torch.sum(x) / num_valid
-        else:
-            rows = torch.nonzero(mask).squeeze(-1)
-
-            def masked_mean(x):  # x[mask] == x.index_select(0, rows), in the same order
-                return torch.sum(x.index_select(0, rows)) / num_valid
+    masked_mean = minibatch_masked_mean(learner, batch.get(Columns.LOSS_MASK))
 
     # The autograd graph is built in RLlib's order (gather, KL, softmax, clamp): a tensor
     # used several times sums its gradients in the order its uses were created.
@@ -126,6 +109,8 @@ def lean_ppo_loss(learner, *, module_id, config, batch, fwd_out, module) -> torc
     if config.use_kl_loss:
         total_loss = total_loss + learner.curr_kl_coeffs_per_module[module_id] * mean_kl_loss
 
+    if not getattr(learner, "last_value_log_due", _always)():
+        return total_loss  # only-logged statistics: see LeanLearnerMixin.last_value_log_due
     with torch.no_grad():
         if config.use_critic:
             mean_vf_loss = masked_mean(vf_loss_clipped)
@@ -147,6 +132,46 @@ def lean_ppo_loss(learner, *, module_id, config, batch, fwd_out, module) -> torc
             window=1,
         )
     return total_loss
+
+
+def _always() -> bool:
+    return True
+
+
+def minibatch_masked_mean(learner, mask):
+    """RLlib's masked mean ``sum(x[mask]) / sum(mask)`` for this minibatch's loss mask.
+
+    The valid rows are found once per minibatch (the function is kept on ``learner``
+    for the mask it was made for, so the PPO loss and a subclass's extra terms share
+    it); where every row is valid (most minibatches) ``x[mask]`` is ``x`` itself, and
+    ``x.index_select(0, rows)`` otherwise (the same rows in the same order). No mask:
+    ``torch.mean``.
+    """
+    cached = getattr(learner, "_masked_mean_cache", None)
+    if cached is not None and cached[0] is mask:
+        return cached[1]
+    if mask is None:
+
+        def masked_mean(x):
+            return torch.mean(x)
+    else:
+        num_valid = torch.sum(mask)
+        if mask.dim() != 1 or mask.dtype != torch.bool:
+
+            def masked_mean(x):
+                return torch.sum(x[mask]) / num_valid
+        elif bool(num_valid == mask.shape[0]):
+
+            def masked_mean(x):
+                return torch.sum(x) / num_valid
+        else:
+            rows = torch.nonzero(mask).squeeze(-1)
+
+            def masked_mean(x):  # x[mask] == x.index_select(0, rows), in the same order
+                return torch.sum(x.index_select(0, rows)) / num_valid
+
+    learner._masked_mean_cache = (mask, masked_mean)
+    return masked_mean
 
 
 def _explained_variance(y: torch.Tensor, pred: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,7 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.numpy import convert_to_numpy
 from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets
 
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
+from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner, minibatch_masked_mean
 from rllib_fair.fairness.notions import get_notion
 from rllib_fair.fairness.objective import fair_advantage_weights
 from rllib_fair.rllib import keys
@@ -146,7 +146,15 @@ class ELBERTPOTorchLearner(FairPPOTorchLearner):
         return {} if self._elbert_connector is None else dict(self._elbert_connector.last_stats)
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
-        """PPO's loss plus ``vf_loss_coeff`` x the mean squared error of the streams."""
+        """PPO's loss plus ``vf_loss_coeff`` x the mean squared error of the streams.
+
+        The masked mean over the minibatch's valid rows is the PPO loss's own
+        (:func:`~rllib_fair.algorithms.ppo.learner.minibatch_masked_mean`: the valid rows
+        are found once per minibatch, no boolean indexing where all rows are valid). The
+        connector's batch estimates are the same on every minibatch of an update; they
+        and the stream loss are logged (``window=1``) where such a record reaches the
+        result (``last_value_log_due``: the last minibatch of a lean update).
+        """
         total = super().compute_loss_for_module(
             module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
         )
@@ -154,10 +162,12 @@ class ELBERTPOTorchLearner(FairPPOTorchLearner):
         pred = module.compute_fair_values(batch)
         err = (pred - batch[FAIR_VALUE_TARGETS]) ** 2
         mask = batch.get(Columns.LOSS_MASK)
-        per_step = err.sum(dim=-1)
-        fair_vf_loss = per_step[mask.bool()].mean() if mask is not None else per_step.mean()
-        self.metrics.log_value((module_id, "fair_vf_loss"), fair_vf_loss.detach(), window=1)
-        if self._elbert_connector is not None:
-            for key, value in self._elbert_connector.last_stats.items():
-                self.metrics.log_value((module_id, key), value, window=1)
+        if mask is not None and mask.dtype != torch.bool:
+            mask = mask.bool()
+        fair_vf_loss = minibatch_masked_mean(self, mask)(err.sum(dim=-1))
+        if self.last_value_log_due():
+            self.metrics.log_value((module_id, "fair_vf_loss"), fair_vf_loss.detach(), window=1)
+            if self._elbert_connector is not None:
+                for key, value in self._elbert_connector.last_stats.items():
+                    self.metrics.log_value((module_id, key), value, window=1)
         return total + config.vf_loss_coeff * fair_vf_loss

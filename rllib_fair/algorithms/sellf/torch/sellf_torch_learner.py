@@ -19,6 +19,7 @@ from rllib_fair.rllib.distributed import all_gather_rows, all_reduce_sum, broadc
 PI_ALL = "sellf_pi_all"  # acceptance probability under all (sampled) policies, [B]
 RENYI_SCALE = "sellf_renyi_scale"  # c^i a^i / (r^i)^2 of the row's group, [B]
 PENALTY_DISPARITY = "sellf_disparity"  # |Delta-tilde| the advantage penalty uses, [B]
+RENYI_GROUPS = "sellf_renyi_groups"  # 1.0 where the row is in the loss and in group g, [B, 2]
 ACCEPT = 1  # action index of "accept" in the selective-label environments
 
 
@@ -46,15 +47,22 @@ def ipw_weights(pi_now: torch.Tensor, pi_all: torch.Tensor) -> torch.Tensor:
     return (1.0 - pi_now) / pi_all
 
 
-def self_normalized_bce(logits, labels, weights, groups) -> torch.Tensor:
-    """Eq. 7: sum_i E_{D_A^i}[w l(y, phi)] / w(i), self-normalised per group."""
+def group_columns(groups: torch.Tensor) -> torch.Tensor:
+    """``[N, n]`` float: column j is 1.0 on the rows of the j-th distinct group (sorted)."""
+    return (groups.unsqueeze(-1) == torch.unique(groups)).float()
+
+
+def self_normalized_bce(logits, labels, weights, groups=None, *, columns=None) -> torch.Tensor:
+    """Eq. 7: sum_i E_{D_A^i}[w l(y, phi)] / w(i), self-normalised per group.
+
+    Each group's weighted sum and weight total are sums against its column of
+    :func:`group_columns` (``columns``, computed from ``groups`` when not given): one
+    product for all groups, no host sync per group.
+    """
     losses = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction="none")
-    total = logits.new_zeros(())
-    for g in torch.unique(groups):
-        m = groups == g
-        w = weights[m]
-        total = total + (w * losses[m]).sum() / w.sum().clamp_min(1e-12)
-    return total
+    if columns is None:
+        columns = group_columns(groups)
+    return ((weights * losses) @ columns / (weights @ columns).clamp_min(1e-12)).sum()
 
 
 class SELLFBatchStats(ConnectorV2):
@@ -62,10 +70,17 @@ class SELLFBatchStats(ConnectorV2):
 
     After GAE, on the whole train batch: the acceptance probability under the current
     policy and the sampled stored policies (``sellf_pi_all``), the per-group Renyi
-    scale ``c^i a^i / (r^i)^2`` (``sellf_renyi_scale``), the disparity the advantage
-    penalty uses (``sellf_disparity``: Delta-tilde after the decision, or one step later
-    for qualification parity), and appends the accepted rows (observed labels only) to
-    the learner's memory.
+    scale ``c^i a^i / (r^i)^2`` (``sellf_renyi_scale``), the rows of each group that
+    enter the loss (``sellf_renyi_groups``, for the per-group means of Eq. 6), the
+    disparity the advantage penalty uses (``sellf_disparity``: Delta-tilde after the
+    decision, or one step later for qualification parity), and appends the accepted
+    rows (observed labels only) to the learner's memory.
+
+    With ``advantage_normalization: paper`` it also regularises the advantages here,
+    A - beta_1 max(|Delta-tilde| - omega / 2, 0) (Sec. 4): a per-row expression of
+    columns that do not change during the update, so computing it once for the train
+    batch gives every minibatch the values it would compute itself, bit for bit.
+    (The reference's ``minmax`` form normalises per minibatch and stays in the loss.)
     """
 
     def __init__(self, input_observation_space=None, input_action_space=None, *, learner, **kw):
@@ -140,6 +155,16 @@ class SELLFBatchStats(ConnectorV2):
             mb[PI_ALL] = pi_all
             mb[RENYI_SCALE] = scale
             mb[PENALTY_DISPARITY] = disparity
+            loss_mask = mb.get(Columns.LOSS_MASK)
+            in_loss = torch.ones_like(valid) if loss_mask is None else loss_mask.bool()
+            mb[RENYI_GROUPS] = torch.stack([in_loss & (group == g) for g in (0, 1)], dim=-1).to(
+                pi_now.dtype
+            )
+            if cfg.advantage_normalization == "paper":
+                # Sec. 4: A - beta_1 max(|Delta-tilde| - omega/2, 0), on RLlib's
+                # standardised advantages (see the class docstring)
+                penalty = torch.clamp(disparity - cfg.omega / 2.0, min=0.0)
+                mb[Postprocessing.ADVANTAGES] = mb[Postprocessing.ADVANTAGES] - cfg.beta_1 * penalty
             accepted = (valid & (decision == 1) & (label >= 0)).cpu().numpy()
             # Every learner stores the accepted rows of every shard (same order), so the
             # predictor copies train on the same memory and stay equal.
@@ -227,34 +252,39 @@ class SELLFTorchLearner(FairPPOTorchLearner):
 
     # ------------------------------------------------------------------ losses
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
-        """PPO's loss on the regularised advantages plus beta_2 L^Renyi (Eq. 6)."""
+        """PPO's loss on the regularised advantages plus beta_2 L^Renyi (Eq. 6).
+
+        ``paper`` advantages arrive regularised from :class:`SELLFBatchStats`; the
+        ``minmax`` form is computed here, per minibatch. The per-group means of Eq. 6
+        are sums against the ``sellf_renyi_groups`` columns divided by the group's row
+        count (a group without rows adds nothing), so no minibatch waits on a host sync.
+        The statistics that are only logged are computed where they reach the result
+        (``last_value_log_due``).
+        """
         mask = batch[Columns.LOSS_MASK].bool()
-        adv = batch[Postprocessing.ADVANTAGES]
-        penalty = torch.clamp(batch[PENALTY_DISPARITY] - config.omega / 2.0, min=0.0)
         if config.advantage_normalization == "minmax":  # the reference code
+            adv = batch[Postprocessing.ADVANTAGES]
+            penalty = torch.clamp(batch[PENALTY_DISPARITY] - config.omega / 2.0, min=0.0)
             combined = _minmax(adv, mask) + config.beta_1 * _minmax(-penalty, mask)
             v = combined[mask]
-            new_adv = (combined - v.mean()) / (v.std() + 1e-8)
-        else:  # Sec. 4: A - beta_1 max(|Delta-tilde| - omega/2, 0)
-            new_adv = adv - config.beta_1 * penalty
-        batch = dict(batch)
-        batch[Postprocessing.ADVANTAGES] = new_adv
+            batch = dict(batch)
+            batch[Postprocessing.ADVANTAGES] = (combined - v.mean()) / (v.std() + 1e-8)
         total = super().compute_loss_for_module(
             module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
         )
         logits = fwd_out[Columns.ACTION_DIST_INPUTS]
         pi = torch.softmax(logits, dim=-1)[..., ACCEPT]
         per_row = batch[RENYI_SCALE] * (1.0 - pi) ** 2 / batch[PI_ALL]
-        group = batch[keys.COL_GROUP]
-        renyi = logits.new_zeros(())
-        for g in (0, 1):  # Eq. 6: c^1 E[w^2 | Z=1] + c^0 E[w^2 | Z=0]
-            m = mask & (group == g)
-            if m.any():
-                renyi = renyi + per_row[m].mean()
-        self.metrics.log_value((module_id, "renyi_loss"), renyi.detach(), window=1)
-        self.metrics.log_value(
-            (module_id, "disparity_penalty_mean"), penalty[mask].mean().detach(), window=1
-        )
+        groups = batch[RENYI_GROUPS]  # [B, 2]: in the loss and in group 0 / group 1
+        # Eq. 6: c^1 E[w^2 | Z=1] + c^0 E[w^2 | Z=0], each mean over the group's rows
+        renyi = (per_row @ groups / groups.sum(dim=0).clamp_min(1.0)).sum()
+        if self.last_value_log_due():
+            self.metrics.log_value((module_id, "renyi_loss"), renyi.detach(), window=1)
+            with torch.no_grad():
+                penalty = torch.clamp(batch[PENALTY_DISPARITY] - config.omega / 2.0, min=0.0)
+                self.metrics.log_value(
+                    (module_id, "disparity_penalty_mean"), penalty[mask].mean(), window=1
+                )
         return total + config.beta_2 * renyi
 
     # ------------------------------------------------------------------ after update
@@ -285,18 +315,18 @@ class SELLFTorchLearner(FairPPOTorchLearner):
             probs = [pi_now] + [accept_probability(module, s, obs) for s in self.sample_policies()]
             weights = ipw_weights(pi_now, acceptance_under_all(probs))
         n = len(obs)
+        columns = group_columns(groups)  # the memory's groups, fixed during the steps
         loss = None
         for _ in range(cfg.predictor_steps):
             if cfg.predictor_batch_size and cfg.predictor_batch_size < n:
                 idx = torch.from_numpy(
                     self._rng.choice(n, cfg.predictor_batch_size, replace=False)
                 ).to(device)
+                x, y, w, cols = obs[idx], labels[idx], weights[idx], columns[idx]
             else:
-                idx = slice(None)
+                x, y, w, cols = obs, labels, weights, columns
             opt.zero_grad(set_to_none=True)
-            loss = self_normalized_bce(
-                module.predict_logits(obs[idx]), labels[idx], weights[idx], groups[idx]
-            )
+            loss = self_normalized_bce(module.predict_logits(x), y, w, columns=cols)
             loss.backward()
             opt.step()
         # Same memory and seeded minibatches give equal copies on every learner; the

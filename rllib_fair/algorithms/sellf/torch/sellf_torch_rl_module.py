@@ -49,11 +49,17 @@ class SELLFTorchRLModule(FairPPOTorchRLModule):
         plan = self._predictor_plan
         if plan is None:
             plan = self._predictor_plan = sequential_steps(self.predictor) or False
-        x = obs.reshape(obs.shape[0], -1).float()
+        x = obs
+        if x.dim() != 2 or x.dtype != torch.float32:
+            x = obs.reshape(obs.shape[0], -1).float()
         return (self.predictor(x) if plan is False else run_plan(plan, x)).squeeze(-1)
 
     def _forward(self, batch, **kwargs):
         out = super()._forward(batch, **kwargs)
-        with torch.no_grad():
-            out[keys.LABEL_PREDICTION] = torch.sigmoid(self.predict_logits(batch[Columns.OBS]))
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                pred = torch.sigmoid(self.predict_logits(batch[Columns.OBS]))
+        else:  # the env runners' forward runs without autograd already
+            pred = torch.sigmoid(self.predict_logits(batch[Columns.OBS]))
+        out[keys.LABEL_PREDICTION] = pred
         return out

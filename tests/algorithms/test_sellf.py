@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -14,6 +15,7 @@ from rllib_fair.algorithms.sellf.torch.sellf_torch_learner import (
     PI_ALL,
     RENYI_SCALE,
     acceptance_under_all,
+    group_columns,
     ipw_weights,
     self_normalized_bce,
 )
@@ -164,3 +166,81 @@ def test_renyi_form_validation():
         ValueError, match="renyi_form: 'x' is invalid; valid choices: paper, reference"
     ):
         cfg.validate()
+
+
+def test_self_normalized_bce_with_given_columns_and_an_absent_group():
+    logits, labels = t([0.3, -1.0, 2.0, 0.5]), t([1.0, 0.0, 1.0, 0.0])
+    weights, groups = t([1.0, 3.0, 2.0, 0.5]), torch.tensor([0, 0, 1, 1])
+    columns = group_columns(groups)
+    assert columns.tolist() == [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
+    per_group = 0.0
+    losses = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction="none")
+    for g in (0, 1):  # Eq. 7, group by group
+        m = groups == g
+        per_group += ((weights[m] * losses[m]).sum() / weights[m].sum()).item()
+    got = self_normalized_bce(logits, labels, weights, columns=columns).item()
+    assert got == pytest.approx(per_group, rel=1e-6)
+    # a minibatch of the memory without group 1's rows: that group adds nothing
+    only_0 = self_normalized_bce(logits[:2], labels[:2], weights[:2], columns=columns[:2])
+    assert only_0.item() == pytest.approx(
+        ((weights[:2] * losses[:2]).sum() / weights[:2].sum()).item(), rel=1e-6
+    )
+
+
+@pytest.mark.ray
+def test_sellf_loss_is_ppo_on_regularised_advantages_plus_eq_6(ray_session):
+    """The connector's paper-form advantages are A - beta_1 max(|D| - omega/2, 0) of
+    RLlib's GAE advantages, and the loss is PPO's on them plus beta_2 times the sum
+    over groups of the mean of c (1 - pi)^2 / pi_all over the group's rows (Eq. 6); a
+    minibatch with one group only gets that group's mean alone."""
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.evaluation.postprocessing import Postprocessing
+
+    from rllib_fair.algorithms.ppo.learner import lean_ppo_loss
+    from rllib_fair.algorithms.sellf.torch.sellf_torch_learner import SELLFBatchStats
+
+    algo = small_sellf(beta_1=2.0, omega=0.05, beta_2=0.1).build_algo()
+    try:
+        learner = algo.learner_group._learner
+        cfg = learner.config.get_config_for_module("default_policy")
+        episodes = algo.env_runner.sample(num_timesteps=400)
+        full = learner._learner_connector(
+            rl_module=learner.module, batch={}, episodes=copy.deepcopy(episodes), shared_data={}
+        )["default_policy"]
+        pipeline = copy.deepcopy(learner._learner_connector)
+        pipeline.remove(SELLFBatchStats.__name__)
+        plain = pipeline(
+            rl_module=learner.module, batch={}, episodes=copy.deepcopy(episodes), shared_data={}
+        )["default_policy"]
+        penalty = torch.clamp(full[PENALTY_DISPARITY] - 0.05 / 2.0, min=0.0)
+        assert penalty.max() > 0, "no disparity above omega / 2: the check would be empty"
+        assert torch.equal(
+            full[Postprocessing.ADVANTAGES], plain[Postprocessing.ADVANTAGES] - 2.0 * penalty
+        )
+        module = learner.module["default_policy"]
+        group = full[keys.COL_GROUP]
+        for rows in (torch.arange(100), torch.nonzero(group[:200] == 0).squeeze(-1)):
+            mb = {k: v[rows] for k, v in full.items()}
+            fwd = module.forward_train(mb)
+            got = learner.compute_loss_for_module(
+                module_id="default_policy", config=cfg, batch=mb, fwd_out=fwd
+            )
+            ppo = lean_ppo_loss(
+                learner,
+                module_id="default_policy",
+                config=cfg,
+                batch=mb,
+                fwd_out=fwd,
+                module=module,
+            )
+            pi = torch.softmax(fwd[Columns.ACTION_DIST_INPUTS], dim=-1)[..., 1]
+            per_row = mb[RENYI_SCALE] * (1.0 - pi) ** 2 / mb[PI_ALL]
+            mask = mb[Columns.LOSS_MASK].bool()
+            renyi = sum(
+                per_row[mask & (mb[keys.COL_GROUP] == g)].mean()
+                for g in (0, 1)
+                if (mask & (mb[keys.COL_GROUP] == g)).any()
+            )
+            assert got.item() == pytest.approx((ppo + 0.1 * renyi).item(), rel=1e-5)
+    finally:
+        algo.stop()

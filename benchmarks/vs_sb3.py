@@ -12,6 +12,11 @@ It prints env steps/s of whole training iterations (sampling + learning) per row
 ratio to SB3, and for our rows RLlib's own per-iteration breakdown (sampling, learner
 update, weight sync, in seconds per 2,048 steps, from the result's ``timers``).
 
+``--floor`` also times, in the same process after the rounds, what ELBERT-PO and SELLF
+compute beyond PPO in plain torch (no RLlib: :func:`method_floor`) and prints the best
+ratio to our PPO that this maths alone allows at the run's PPO speed: the ceiling of
+the "fairness algorithms at 0.9x of our PPO" target.
+
 ``--rllib-default`` adds a row for stock RLlib: ``ray.rllib.algorithms.ppo.PPOConfig``
 at the same settings, without any of this package's sampling or learner speed-ups
 (:mod:`rllib_fair.rllib.lean`, :mod:`rllib_fair.rllib.lean_learner`), i.e. where the
@@ -21,7 +26,7 @@ Usage::
 
     pip install -e .[bench]     # stable-baselines3 (a benchmark extra only)
     OMP_NUM_THREADS=1 RAY_AUTH_MODE=disabled python benchmarks/vs_sb3.py \\
-        --env fair/Lending-v0 --iters 3 --rounds 2 [--rllib-default] [--profile NAME]
+        --env fair/Lending-v0 --iters 3 --rounds 2 [--rllib-default] [--floor] [--profile NAME]
 """
 
 from __future__ import annotations
@@ -149,6 +154,9 @@ def rllib_rate(name: str, args, connector_metrics: bool = False, profile: str | 
             steps += result["num_env_steps_sampled_lifetime"] - before
             for phase, key in BREAKDOWN.items():
                 phases[phase] += float(result.get("timers", {}).get(key, 0.0))
+            memory = result.get("learners", {}).get("default_policy", {}).get("memory_size")
+            if memory is not None:  # SELLF: accepted rows its predictor trains on
+                phases["memory"] = phases.get("memory", 0.0) + float(memory) / args.iters
         rate = steps / (time.perf_counter() - start)
         if prof is not None:
             prof.disable()
@@ -156,6 +164,135 @@ def rllib_rate(name: str, args, connector_metrics: bool = False, profile: str | 
         return rate, {k: v / args.iters for k, v in phases.items()}
     finally:
         algo.stop()
+
+
+def _mlp(sizes: list[int], out: int) -> torch.nn.Sequential:
+    layers: list[torch.nn.Module] = []
+    for a, b in zip(sizes[:-1], sizes[1:], strict=True):
+        layers += [torch.nn.Linear(a, b), torch.nn.Tanh()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(sizes[-1], out))
+
+
+def _median_s(fn, n: int, rounds: int = 5) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        times.append((time.perf_counter() - start) / n)
+    return statistics.median(times)
+
+
+def method_floor(args, memory_rows: float) -> dict[str, float]:
+    """Seconds per iteration of each method's own extra maths, in plain torch.
+
+    What ELBERT-PO and SELLF must compute beyond PPO at these settings, with no RLlib
+    and no framework overhead at all (one torch thread, the same network sizes,
+    minibatch and number of updates): a lower bound on their extra time per
+    iteration, so ``T_PPO / (T_PPO + floor)`` bounds their speed against our PPO.
+
+    * ELBERT-PO: a PPO minibatch update (actor and critic MLPs, loss, backward,
+      global-norm clipping, Adam) with the supply/demand critic MLP (2 K G = 4 outputs)
+      against one without it, times the updates per iteration.
+    * SELLF: the logistic predictor's forward per sampled step; the Renyi term (Eq. 6:
+      per-row weight, the two group means) in each minibatch update; per iteration,
+      ``predictor_steps`` = 25 steps of Eq. 7 on the memory (``memory_rows``, the mean
+      memory of the timed SELLF iterations), the acceptance probabilities of the memory
+      and the batch under the current and 10 stored policies, and one policy snapshot.
+    """
+    import copy
+    import math
+
+    import gymnasium as gym
+
+    obs_dim = int(math.prod(gym.make(args.env).observation_space.shape))
+    sizes = [obs_dim] + list(args.net)
+    n_actions = 2
+    updates = math.ceil(args.epochs * args.batch / args.minibatch)
+    gen = torch.Generator().manual_seed(args.seed)
+    x = torch.rand(args.minibatch, obs_dim, generator=gen)
+
+    def update_fn(with_fair_critic: bool, with_renyi: bool):
+        torch.manual_seed(args.seed)
+        actor, critic = _mlp(sizes, n_actions), _mlp(sizes, 1)
+        nets = [actor, critic] + ([_mlp(sizes, 4)] if with_fair_critic else [])
+        params = [p for net in nets for p in net.parameters()]
+        opt = torch.optim.Adam(params, lr=args.lr, foreach=True)
+        targets = [torch.rand(args.minibatch, 1), torch.rand(args.minibatch, 4)]
+        actions = torch.randint(0, n_actions, (args.minibatch, 1), generator=gen)
+        old_logp = torch.log(torch.full((args.minibatch,), 0.5))
+        adv = torch.randn(args.minibatch, generator=gen)
+        scale = torch.rand(args.minibatch, generator=gen)
+        pi_all = torch.rand(args.minibatch, generator=gen) + 0.5
+        groups = torch.nn.functional.one_hot(
+            torch.randint(0, 2, (args.minibatch,), generator=gen), 2
+        ).float()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            logits = actor(x)
+            log_p = logits - logits.logsumexp(-1, keepdim=True)
+            ratio = torch.exp(log_p.gather(-1, actions).squeeze(-1) - old_logp)
+            surrogate = torch.min(adv * ratio, adv * torch.clamp(ratio, 0.8, 1.2))
+            vf = (critic(x) - targets[0]).pow(2).squeeze(-1)
+            loss = (-surrogate + 0.5 * vf).mean()
+            if with_fair_critic:
+                loss = loss + 0.5 * (nets[2](x) - targets[1]).pow(2).sum(-1).mean()
+            if with_renyi:
+                p = torch.softmax(logits, -1)[..., 1]
+                per_row = scale * (1.0 - p) ** 2 / pi_all
+                loss = loss + 0.1 * (per_row @ groups / groups.sum(0).clamp_min(1.0)).sum()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 0.5, foreach=True)
+            opt.step()
+
+        return step
+
+    ppo_s = _median_s(update_fn(False, False), 100)
+    elbert = (_median_s(update_fn(True, False), 100) - ppo_s) * updates
+    renyi = (_median_s(update_fn(False, True), 100) - ppo_s) * updates
+
+    phi = torch.nn.Linear(obs_dim, 1)
+    row = torch.rand(1, obs_dim, generator=gen)
+
+    def predict():
+        with torch.no_grad():
+            torch.sigmoid(phi(row))
+
+    sampling = _median_s(predict, 2000) * args.batch
+
+    rows = max(int(memory_rows), 1)
+    mem = torch.rand(rows, obs_dim, generator=gen)
+    labels = torch.randint(0, 2, (rows,), generator=gen).float()
+    weights = torch.rand(rows, generator=gen) + 0.1
+    columns = torch.nn.functional.one_hot(torch.randint(0, 2, (rows,), generator=gen), 2).float()
+    opt = torch.optim.Adam(phi.parameters(), lr=1e-2, foreach=True)
+    policies = [_mlp(sizes, n_actions).requires_grad_(False) for _ in range(11)]
+    batch_obs = torch.rand(args.batch, obs_dim, generator=gen)
+
+    def predictor_iteration():
+        with torch.no_grad():
+            for obs in (mem, batch_obs):
+                for policy in policies:
+                    torch.softmax(policy(obs), -1)
+        for _ in range(25):
+            opt.zero_grad(set_to_none=True)
+            losses = torch.nn.functional.binary_cross_entropy_with_logits(
+                phi(mem).squeeze(-1), labels, reduction="none"
+            )
+            ((weights * losses) @ columns / (weights @ columns)).sum().backward()
+            opt.step()
+        copy.deepcopy(policies[0])
+
+    per_iteration = _median_s(predictor_iteration, 3)
+    return {
+        "ELBERTPO": elbert,
+        "SELLF": sampling + renyi + per_iteration,
+        "SELLF sampling": sampling,
+        "SELLF renyi": renyi,
+        "SELLF per iteration": per_iteration,
+    }
 
 
 def main() -> None:
@@ -173,6 +310,12 @@ def main() -> None:
     parser.add_argument("--net", default="64,64")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", default=None, metavar="ROW", help="cProfile one row")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time ELBERT-PO's and SELLF's own extra maths in plain torch (no RLlib) "
+        "and print the best ratio to our PPO that maths allows in this run",
+    )
     args = parser.parse_args()
     args.net = [int(h) for h in args.net.split(",") if h]
 
@@ -225,6 +368,18 @@ def main() -> None:
             for key, width in zip(BREAKDOWN, (10, 9, 8), strict=True):
                 line += f"{statistics.median(p[key] for p in phases[row]):>{width}.3f}"
         print(line)
+    if args.floor and rates.get("PPO"):
+        memory = [p.get("memory", 0.0) for p in phases.get("SELLF", [])]
+        floor = method_floor(args, statistics.median(memory) if memory else args.batch)
+        t_ppo = args.batch / statistics.median(rates["PPO"])
+        print(
+            f"\nmethod maths alone (plain torch, no RLlib), seconds per {args.batch}-step "
+            f"iteration, and the best speed against our PPO ({t_ppo:.3f} s per iteration) "
+            "it allows:"
+        )
+        for name, extra in floor.items():
+            bound = f"{t_ppo / (t_ppo + extra):.2f}" if name in ("ELBERTPO", "SELLF") else ""
+            print(f"  {name:<22}{extra:>8.3f} s{bound:>8}")
     ray.shutdown()
 
 

@@ -109,7 +109,7 @@ def lean_ppo_loss(learner, *, module_id, config, batch, fwd_out, module) -> torc
     if config.use_kl_loss:
         total_loss = total_loss + learner.curr_kl_coeffs_per_module[module_id] * mean_kl_loss
 
-    if not getattr(learner, "last_value_log_due", _always)():
+    if not learner.last_value_log_due():
         return total_loss  # only-logged statistics: see LeanLearnerMixin.last_value_log_due
     with torch.no_grad():
         if config.use_critic:
@@ -132,10 +132,6 @@ def lean_ppo_loss(learner, *, module_id, config, batch, fwd_out, module) -> torc
             window=1,
         )
     return total_loss
-
-
-def _always() -> bool:
-    return True
 
 
 def minibatch_masked_mean(learner, mask):

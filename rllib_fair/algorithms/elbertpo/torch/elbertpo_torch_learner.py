@@ -162,8 +162,8 @@ class ELBERTPOTorchLearner(FairPPOTorchLearner):
         pred = module.compute_fair_values(batch)
         err = (pred - batch[FAIR_VALUE_TARGETS]) ** 2
         mask = batch.get(Columns.LOSS_MASK)
-        if mask is not None and mask.dtype != torch.bool:
-            mask = mask.bool()
+        if mask is not None:
+            mask = mask.bool()  # the same tensor where it is bool already (the PPO loss's)
         fair_vf_loss = minibatch_masked_mean(self, mask)(err.sum(dim=-1))
         if self.last_value_log_due():
             self.metrics.log_value((module_id, "fair_vf_loss"), fair_vf_loss.detach(), window=1)

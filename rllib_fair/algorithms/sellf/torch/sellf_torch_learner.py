@@ -47,6 +47,11 @@ def ipw_weights(pi_now: torch.Tensor, pi_all: torch.Tensor) -> torch.Tensor:
     return (1.0 - pi_now) / pi_all
 
 
+def disparity_penalty(disparity: torch.Tensor, omega: float) -> torch.Tensor:
+    """max(|Delta-tilde| - omega / 2, 0) of Sec. 4 (``disparity`` is already |Delta-tilde|)."""
+    return torch.clamp(disparity - omega / 2.0, min=0.0)
+
+
 def group_columns(groups: torch.Tensor) -> torch.Tensor:
     """``[N, n]`` float: column j is 1.0 on the rows of the j-th distinct group (sorted)."""
     return (groups.unsqueeze(-1) == torch.unique(groups)).float()
@@ -163,7 +168,7 @@ class SELLFBatchStats(ConnectorV2):
             if cfg.advantage_normalization == "paper":
                 # Sec. 4: A - beta_1 max(|Delta-tilde| - omega/2, 0), on RLlib's
                 # standardised advantages (see the class docstring)
-                penalty = torch.clamp(disparity - cfg.omega / 2.0, min=0.0)
+                penalty = disparity_penalty(disparity, cfg.omega)
                 mb[Postprocessing.ADVANTAGES] = mb[Postprocessing.ADVANTAGES] - cfg.beta_1 * penalty
             accepted = (valid & (decision == 1) & (label >= 0)).cpu().numpy()
             # Every learner stores the accepted rows of every shard (same order), so the
@@ -264,7 +269,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
         mask = batch[Columns.LOSS_MASK].bool()
         if config.advantage_normalization == "minmax":  # the reference code
             adv = batch[Postprocessing.ADVANTAGES]
-            penalty = torch.clamp(batch[PENALTY_DISPARITY] - config.omega / 2.0, min=0.0)
+            penalty = disparity_penalty(batch[PENALTY_DISPARITY], config.omega)
             combined = _minmax(adv, mask) + config.beta_1 * _minmax(-penalty, mask)
             v = combined[mask]
             batch = dict(batch)
@@ -281,7 +286,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
         if self.last_value_log_due():
             self.metrics.log_value((module_id, "renyi_loss"), renyi.detach(), window=1)
             with torch.no_grad():
-                penalty = torch.clamp(batch[PENALTY_DISPARITY] - config.omega / 2.0, min=0.0)
+                penalty = disparity_penalty(batch[PENALTY_DISPARITY], config.omega)
                 self.metrics.log_value(
                     (module_id, "disparity_penalty_mean"), penalty[mask].mean(), window=1
                 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
@@ -56,10 +58,7 @@ class SELLFTorchRLModule(FairPPOTorchRLModule):
 
     def _forward(self, batch, **kwargs):
         out = super()._forward(batch, **kwargs)
-        if torch.is_grad_enabled():
-            with torch.no_grad():
-                pred = torch.sigmoid(self.predict_logits(batch[Columns.OBS]))
-        else:  # the env runners' forward runs without autograd already
-            pred = torch.sigmoid(self.predict_logits(batch[Columns.OBS]))
-        out[keys.LABEL_PREDICTION] = pred
+        # the env runners' forward runs without autograd already: no second no_grad
+        with torch.no_grad() if torch.is_grad_enabled() else contextlib.nullcontext():
+            out[keys.LABEL_PREDICTION] = torch.sigmoid(self.predict_logits(batch[Columns.OBS]))
         return out

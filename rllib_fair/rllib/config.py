@@ -148,11 +148,12 @@ class FairnessConfigMixin:
     ):
         """RLlib's ``env_runners()`` plus ``native_vector_env`` and ``lean_sampling``.
 
-        ``lean_sampling`` (default True): where no ``env_runner_cls`` is set, single-agent
-        sampling runs on :class:`rllib_fair.rllib.env_runner.FairEnvRunner`, whose loop
-        returns the same episodes as RLlib's with less per-step bookkeeping wherever the
-        fused pipelines apply (RLlib's loop elsewhere); False keeps RLlib's
-        ``SingleAgentEnvRunner``.
+        Where no ``env_runner_cls`` is set, single-agent sampling runs on
+        :class:`rllib_fair.rllib.env_runner.FairEnvRunner`, which seeds each env once (one
+        seeded stream of episodes; RLlib's own runner reseeds every whole-episode sample).
+        ``lean_sampling`` (default True): its loop returns the same episodes as RLlib's with
+        less per-step bookkeeping wherever the fused pipelines apply (RLlib's loop
+        elsewhere); False keeps RLlib's sampling loop.
 
         An environment with a native vector version
         (:data:`rllib_fair.envs.VECTOR_ENTRY_POINTS`: N copies in one numpy step, the
@@ -247,8 +248,7 @@ class FairnessConfigMixin:
                 f"lean_sampling: {self.lean_sampling!r} is invalid; valid choices: true, false"
             )
         if (
-            self.lean_sampling
-            and self.env_runner_cls is None
+            self.env_runner_cls is None
             and self.enable_env_runner_and_connector_v2
             and not self.is_multi_agent
             and not self.output

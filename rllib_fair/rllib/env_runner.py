@@ -55,6 +55,7 @@ from ray.rllib.env.env_errors import StepFailedRecreateEnvError
 from ray.rllib.env.env_runner import ENV_STEP_FAILURE, NUM_ENV_STEP_FAILURES_LIFETIME
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
+from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
     ENV_STEP_TIMER,
     RLMODULE_INFERENCE_TIMER,
@@ -172,8 +173,52 @@ def _defines(callback, name: str) -> bool:
     return getattr(type(callback), name, None) is not getattr(RLlibCallback, name)
 
 
+def recreated_env_seed(seed: int, build: int) -> int:
+    """The reset seed of the ``build``-th env a runner makes (1 for its first env).
+
+    The first env is seeded with the runner's own seed (RLlib's ``config.seed`` plus the
+    worker index); an env recreated after a failure gets a seed derived from both, so it
+    neither replays the first env's episodes nor depends on anything but the seed.
+    """
+    if build <= 1:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed), int(build)]).generate_state(1)[0])
+
+
 class FairEnvRunner(SingleAgentEnvRunner):
-    """``SingleAgentEnvRunner`` whose ``_sample`` takes the lean loop where it applies."""
+    """``SingleAgentEnvRunner`` with one seeded stream of episodes and a lean loop.
+
+    **Seeding.** RLlib 2.60 passes the runner's seed to ``env.reset`` whenever its
+    ``_needs_initial_reset`` flag is set, and ``_sample(num_episodes=...)`` (whole-episode
+    sampling: ``batch_mode="complete_episodes"``, evaluation by episodes, planners that
+    sample episodes) sets that flag after every call. Every such call therefore reset the
+    env with the same seed, and a seeded run trained on one episode's randomness, replayed.
+    This runner seeds each env it builds once, at its first reset; every later reset
+    continues the env's own random stream. The same seed still gives the same run, bit for
+    bit, and consecutive episodes differ, in RLlib's loop and in the lean one (both reset
+    through :meth:`_reset_envs`). An env recreated after a failure is seeded once with
+    :func:`recreated_env_seed`.
+    """
+
+    @override(SingleAgentEnvRunner)
+    def make_env(self) -> None:
+        super().make_env()
+        self._fair_env_builds = getattr(self, "_fair_env_builds", 0) + 1
+        self._fair_env_seeded = False
+
+    @override(SingleAgentEnvRunner)
+    def _reset_envs(self, episodes, shared_data, explore):
+        """RLlib's reset of every copy; the seed goes to each env's first reset only."""
+        needs_initial_reset, seed = self._needs_initial_reset, self._seed
+        self._needs_initial_reset = not self._fair_env_seeded
+        if seed is not None:
+            self._seed = recreated_env_seed(seed, self._fair_env_builds)
+        try:
+            out = super()._reset_envs(episodes, shared_data, explore)
+        finally:
+            self._needs_initial_reset, self._seed = needs_initial_reset, seed
+        self._fair_env_seeded = True
+        return out
 
     def _lean_loop_applies(self, num_timesteps, random_actions) -> bool:
         return (

@@ -57,9 +57,11 @@ def _runner(
     if callbacks is not None:
         cfg.callbacks(callbacks)
     cfg.validate()
-    cls = cfg.env_runner_cls or SingleAgentEnvRunner
-    assert (cls is FairEnvRunner) is lean
-    return cls(config=cfg)
+    # RLlib's loop (lean=False) and the lean one run on the same runner class
+    assert cfg.env_runner_cls is FairEnvRunner
+    runner = FairEnvRunner(config=cfg)
+    assert runner._lean_loop_applies(num_envs, False) is lean
+    return runner
 
 
 def _episode_record(ep) -> dict:
@@ -186,10 +188,16 @@ def test_lean_loop_raises_on_non_finite_logits(ray_session):
         runner.stop()
 
 
-def test_lean_sampling_false_keeps_rllibs_runner_and_bad_value_is_refused():
+def test_lean_sampling_false_keeps_rllibs_loop_and_bad_value_is_refused():
     cfg = get_config_class("PPO")().environment("fair/Lending-v0")
-    cfg.env_runners(lean_sampling=False).validate()
-    assert cfg.env_runner_cls is None
+    cfg.env_runners(num_env_runners=0, lean_sampling=False).validate()
+    # the seeding fix stays on: the runner is ours, its loop RLlib's
+    assert cfg.env_runner_cls is FairEnvRunner
+    runner = FairEnvRunner(config=cfg)
+    try:
+        assert not runner._lean_loop_applies(64, False)
+    finally:
+        runner.stop()
     bad = get_config_class("PPO")().environment("fair/Lending-v0").env_runners(lean_sampling="y")
     with pytest.raises(ValueError, match="lean_sampling: 'y' is invalid; valid choices: true"):
         bad.validate()

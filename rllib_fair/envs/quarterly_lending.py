@@ -20,8 +20,9 @@ Observation (``Dict``):
 
 * ``features``: ``[N_max, k]`` float64, the raw table ``(R or P, Q, A)`` standardised by
   the base quarter (:class:`~rllib_fair.uncertainty.DesignTransform` without intercept:
-  only R/P is rescaled), clipped to ``[-feature_bound, feature_bound]`` (100 by default,
-  never reached at Table 2 settings, so the policy sees the core's design exactly);
+  only R/P is rescaled; ``A`` is the group label 0/1), clipped to
+  ``[-feature_bound, feature_bound]`` (100 by default, never reached at Table 2 settings,
+  so the policy sees the core's design exactly, once it codes the group column);
   float64 so the episode (hence the bank's training data) is bit-identical to the core's;
 * ``mask``: ``[N_max]`` 1 on real rows (``array_split`` sizes differ by one);
 * ``budget``: ``[1]`` the quarter's budget ``B_q = round(budget_prop * sum Y)`` (the
@@ -207,8 +208,14 @@ class QuarterlyLendingEnv(FairEnvMixin, gym.Env):
         )
         data = problem.data
         base = problem.parts[0]
+        # The group column stays the raw 0/1 label in the observation; the bank codes it
+        # for its model (``group_encoding`` of the algorithm, centered by default).
         design = DesignTransform.fit(
-            data.features[base], data.feature_names, use_group_feature=True, intercept=False
+            data.features[base],
+            data.feature_names,
+            use_group_feature=True,
+            intercept=False,
+            group_encoding="indicator",
         )
         self._x = np.clip(design(data.features), -self.feature_bound, self.feature_bound)
         self._problem = problem

@@ -9,6 +9,7 @@ See ``README.md`` in this folder for the taxonomy, the equation-to-code map and 
 
 from rllib_fair.uncertainty.bias_on_demand import BiasOnDemandConfig, BiasOnDemandData, generate
 from rllib_fair.uncertainty.logistic import (
+    GROUP_ENCODINGS,
     DesignTransform,
     LogisticModel,
     counterfactual_gradient,
@@ -36,6 +37,7 @@ from rllib_fair.uncertainty.metrics import (
 from rllib_fair.uncertainty.strategies import STRATEGIES, Decision, decide, eligible_mask
 
 __all__ = [
+    "GROUP_ENCODINGS",
     "STRATEGIES",
     "BiasOnDemandConfig",
     "BiasOnDemandData",

@@ -36,7 +36,12 @@ from fractions import Fraction
 import numpy as np
 
 from rllib_fair.uncertainty.bias_on_demand import BiasOnDemandConfig, BiasOnDemandData, generate
-from rllib_fair.uncertainty.logistic import DesignTransform, LogisticModel, fisher_information
+from rllib_fair.uncertainty.logistic import (
+    GROUP_ENCODINGS,
+    DesignTransform,
+    LogisticModel,
+    fisher_information,
+)
 from rllib_fair.uncertainty.logistic import delta_method_halfwidth as _halfwidth
 from rllib_fair.uncertainty.metrics import PROFIT_NORMALIZATIONS, quarter_metrics
 from rllib_fair.uncertainty.strategies import (
@@ -85,6 +90,10 @@ class QuarterlyConfig:
         batch_size: minibatch rows ([choice] 32; ``None`` = full batch).
         use_group_feature: A is a model input ([choice]; erratum E8 discusses ``False``).
         q_encoding: ``"int"`` or ``"onehot"``.
+        group_encoding: how the group enters the model, ``"centered"`` (``A - 1/2``,
+            default: a swap of the group labels leaves every decision unchanged) or
+            ``"indicator"`` (raw 0/1: results depend on which group is coded 1); see
+            :mod:`rllib_fair.uncertainty.logistic`.
         train_on: ``"quarter"`` (this quarter's granted loans, warm start, default) or
             ``"cumulative"`` (warm start on every labelled row so far).
         optimizer: ``"sgd"`` (Table 2) or ``"newton"`` (MLE on the training rows; not for the
@@ -118,6 +127,7 @@ class QuarterlyConfig:
     batch_size: int | None = 32
     use_group_feature: bool = True
     q_encoding: str = "int"
+    group_encoding: str = "centered"
     train_on: str = "quarter"
     optimizer: str = "sgd"
     cf_alpha: float = 10.0
@@ -132,6 +142,7 @@ class QuarterlyConfig:
             "exploration_sizing": EXPLORATION_SIZINGS,
             "budget_label": ("y", "y_real"),
             "q_encoding": ("int", "onehot"),
+            "group_encoding": GROUP_ENCODINGS,
             "train_on": ("quarter", "cumulative"),
             "optimizer": ("sgd", "newton"),
             "cf_rows": ("all", "labelled"),
@@ -440,6 +451,7 @@ def run_quarters(
         data.feature_names,
         use_group_feature=cfg.use_group_feature,
         q_encoding=cfg.q_encoding,
+        group_encoding=cfg.group_encoding,
     )
     agent = QuarterlyAgent(cfg, design, streams["sgd"], streams["strategy"])
     agent.fit_base(data.features[base], data.y[base], data.group[base])

@@ -62,9 +62,17 @@ def test_features_are_the_core_design_and_budgets_match():
     problem = env._problem
     data = problem.data
     base = problem.parts[0]
-    design = DesignTransform.fit(data.features[base], data.feature_names)
+    # The observation holds the group label 0/1; the bank's design codes it (centered).
+    design = DesignTransform.fit(
+        data.features[base], data.feature_names, group_encoding="indicator"
+    )
     n = len(base)
     np.testing.assert_array_equal(obs["features"][:n], design(data.features[base])[:, 1:])
+    np.testing.assert_array_equal(obs["features"][:n, -1], data.group[base])
+    core = DesignTransform.fit(data.features[base], data.feature_names)
+    k = len(data.feature_names)
+    bank = DesignTransform(data.feature_names, (0.0,) * k, (1.0,) * k)  # as design_for
+    np.testing.assert_array_equal(bank(obs["features"][:n]), core(data.features[base]))
     np.testing.assert_array_equal(obs["labels"][:n], data.y[base])
     assert obs["budget"][0] == problem.budgets[0]
 

@@ -70,8 +70,14 @@ LOGGED_METRICS: tuple[str, ...] = (
 )
 
 
-def design_for(feature_names, use_group_feature: bool, q_encoding: str) -> DesignTransform:
-    """The bank's design on the env's already standardised features (mean 0, scale 1)."""
+def design_for(
+    feature_names, use_group_feature: bool, q_encoding: str, group_encoding: str
+) -> DesignTransform:
+    """The bank's design on the env's already standardised features (mean 0, scale 1).
+
+    The env's ``A`` column is the raw group label 0/1; ``group_encoding`` codes it as the
+    core does, so the design equals :func:`~rllib_fair.uncertainty.run_quarters`'.
+    """
     k = len(feature_names)
     return DesignTransform(
         tuple(feature_names),
@@ -80,6 +86,7 @@ def design_for(feature_names, use_group_feature: bool, q_encoding: str) -> Desig
         use_group_feature=use_group_feature,
         q_encoding=q_encoding,
         intercept=True,
+        group_encoding=group_encoding,
     )
 
 
@@ -88,14 +95,17 @@ class UncertaintyRLModule(TorchRLModule):
 
     ``model_config`` keys (filled by :class:`UncertaintyConfig`): ``strategy``,
     ``proportion_certain``, ``delta``, ``rejection_threshold``, ``ci_z``, ``fill_budget``,
-    ``exploration_sizing``, ``use_group_feature``, ``q_encoding``, ``feature_names``.
+    ``exploration_sizing``, ``use_group_feature``, ``q_encoding``, ``group_encoding``,
+    ``feature_names``.
     """
 
     def setup(self):
         """Reads the strategy settings; the model starts at ``theta = 0`` (unfitted)."""
         cfg = self.model_config
         self._cfg = dict(cfg)
-        self._design = design_for(cfg["feature_names"], cfg["use_group_feature"], cfg["q_encoding"])
+        self._design = design_for(
+            cfg["feature_names"], cfg["use_group_feature"], cfg["q_encoding"], cfg["group_encoding"]
+        )
         self._theta = np.zeros(self._design.n_columns)
         self._fisher: np.ndarray | None = None
         self._rng = np.random.default_rng(0)
@@ -193,7 +203,7 @@ class UncertaintyConfig(FairnessConfigMixin, AlgorithmConfig):
             only changes its default.
         proportion_certain, delta, rejection_threshold, ci_z, fill_budget,
         exploration_sizing, n_epochs, lr, batch_size, use_group_feature, q_encoding,
-        train_on, optimizer, cf_alpha, cf_rows, cf_bce_weight: as in
+        group_encoding, train_on, optimizer, cf_alpha, cf_rows, cf_bce_weight: as in
         :class:`rllib_fair.uncertainty.QuarterlyConfig`.
         train_batch_size_per_learner: quarters (env steps) per training iteration (1), each
             sampled, decided and learned from before the next.
@@ -213,6 +223,7 @@ class UncertaintyConfig(FairnessConfigMixin, AlgorithmConfig):
         "batch_size",
         "use_group_feature",
         "q_encoding",
+        "group_encoding",
         "train_on",
         "optimizer",
         "cf_alpha",
@@ -313,7 +324,10 @@ class Uncertainty(Algorithm):
         super().setup(config)
         self._qcfg = self.config.quarterly_config()
         self._design = design_for(
-            self.config.feature_names(), self.config.use_group_feature, self.config.q_encoding
+            self.config.feature_names(),
+            self.config.use_group_feature,
+            self.config.q_encoding,
+            self.config.group_encoding,
         )
         self._agent: QuarterlyAgent | None = None
         self._cumulative = 0.0  # cumulative utility_q of the episode

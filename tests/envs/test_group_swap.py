@@ -63,7 +63,7 @@ env that starts drawing differently fails here loudly rather than silently uncou
 A black-box check without coupling (:func:`test_lending_swap_in_distribution`) compares
 seed-averaged long-term rates of the plain seeded envs within 4 standard errors.
 
-Each coupled case also checks that the assertion can fail: with a group-dependent
+Each case also checks that the assertion can fail: with a group-dependent
 policy, and with the original (unswapped) parameters under the mirrored draws, the
 comparison raises.
 

@@ -295,7 +295,8 @@ class FairnessMetricsCallback(RLlibCallback):
           ``fair_qual_ps`` (under pi^PS), into every step info of the chunk (a chunk end
           counts as the episode end; PPO-C validates ``complete_episodes``);
         * for configs with ``needs_long_term_w1`` (F-PPO-L): writes ``fair_w1_delta``
-          (W_t - W_{t-1} of the windowed bin histograms, resumed across chunks);
+          (W_t - W_{t-1} of the windowed bin histograms, W_0 = 0, resumed across chunks;
+          window, form and Sinkhorn settings from the config's ``w1_*`` keys);
         * metrics: each finished episode adds its C, DPE, IPE, SPE (``reference``,
           ``shadow`` and, for ``fair/LendingDrift-v0``, ``exact`` V_pi0), each group's
           total gain and |G0 - G1|, summed under ``QUAL_RAW`` and turned into
@@ -327,9 +328,12 @@ class FairnessMetricsCallback(RLlibCallback):
             w, carry = qual.windowed_count_w1(
                 groups,
                 x,
-                window=getattr(config, "w1_window", 301),
-                form=getattr(config, "w1_form", "reference"),
+                window=config.w1_window,
+                form=config.w1_form,
                 carry=carry,
+                p=config.w1_p,
+                blur=config.w1_blur,
+                scaling=config.w1_scaling,
             )
             dw = np.diff(np.r_[last, w])
             for info, d in zip(steps, dw.tolist(), strict=True):

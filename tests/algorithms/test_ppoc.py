@@ -392,3 +392,223 @@ def test_learning_ppoc_gain_gap_below_ppokl_and_ppocb_lambda_below_ppoc(ray_sess
     cb = _learn(ray_session, "PPOCb", 60, [64, 64], beta_c=0.65, beta_lambda=10.0)
     assert c["gap"][-20:].mean() < 0.8 * kl["gap"][-20:].mean(), (c["gap"], kl["gap"])
     assert cb["lambda"] < c["lambda"], (cb, c)
+
+
+# ----------------------------------------------------------------------------- diagnostics
+
+
+def _update_batch(config_cls, n=200, **training):
+    """A learner (lr 0: weights fixed) and a batch of ``n`` rows in which the minibatches differ.
+
+    Rows 150-199 are all group 0 (a minibatch that lacks group 1); row 60 is loss-masked.
+    """
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.evaluation.postprocessing import Postprocessing
+
+    from rllib_fair.rllib import keys
+
+    cfg = (
+        config_cls()
+        .environment("fair/LendingDrift-v0")
+        .training(lr=0.0, **training)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+    learner = cfg.build_learner(env=None, spaces=_spaces())
+    rng = np.random.default_rng(5)
+    groups = rng.integers(0, 2, n)
+    groups[150:] = 0
+    mask = np.ones(n, dtype=bool)
+    mask[60] = False
+    obs = rng.uniform(size=(n, 44))
+    obs[:, 0] += np.arange(n) / 50.0  # the minibatches see different policies' outputs
+    batch = {
+        Columns.OBS: torch.tensor(obs, dtype=torch.float32),
+        Columns.ACTIONS: torch.tensor(rng.integers(0, 2, n)),
+        Columns.ACTION_LOGP: torch.tensor(np.log(rng.uniform(0.3, 0.7, n)), dtype=torch.float32),
+        Columns.ACTION_DIST_INPUTS: torch.tensor(rng.normal(size=(n, 2)), dtype=torch.float32),
+        Columns.LOSS_MASK: torch.tensor(mask),
+        Postprocessing.ADVANTAGES: torch.tensor(rng.normal(size=n), dtype=torch.float32),
+        Postprocessing.VALUE_TARGETS: torch.tensor(rng.normal(size=n), dtype=torch.float32),
+        keys.COL_GROUP: torch.tensor(groups),
+        keys.COL_DISPARITY: torch.tensor(rng.uniform(0, 0.02, n), dtype=torch.float32),
+        keys.COL_DISPARITY_PREV: torch.tensor(rng.uniform(0, 0.02, n), dtype=torch.float32),
+        COL_QUAL_Q: torch.tensor(rng.normal(size=n) + np.arange(n) / 40, dtype=torch.float32),
+        COL_QUAL_PS: torch.tensor(rng.normal(size=n), dtype=torch.float32),
+        "fair_v_pi0_ref": torch.tensor(rng.normal(size=n), dtype=torch.float32),
+        COL_CREDIT_BIN: torch.tensor(rng.integers(0, 14, n)),
+        "fair_long_delta": torch.tensor(
+            rng.normal(size=n) + np.arange(n) / 20, dtype=torch.float32
+        ),
+    }
+    table = qual.benefit(qual.kernels(*_s1()), qual.gain_table())[0]  # Setting 1's Delta
+    batch[COL_BENEFIT] = torch.tensor(table[batch[COL_CREDIT_BIN].numpy()], dtype=torch.float32)
+    return learner, batch
+
+
+def _run_update(learner, batch, minibatch_size):
+    from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    n = len(batch["obs"])
+    result = learner.update(
+        batch=MultiAgentBatch({"default_policy": SampleBatch(dict(batch))}, n),
+        timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: n},
+        num_epochs=1,
+        minibatch_size=minibatch_size,
+        shuffle_batch_per_epoch=False,
+    )
+    return {k: v.peek() for k, v in result["default_policy"].items() if "/" in k}
+
+
+def _expected_diagnostics(learner, batch, size):
+    """Each minibatch's C_hat, Lambda, DPE_step and IPE_step in numpy, then their means."""
+    from ray.rllib.core.columns import Columns
+
+    with torch.no_grad():
+        logits = learner.module["default_policy"].forward_train(batch)[Columns.ACTION_DIST_INPUTS]
+    logits = logits.double().numpy()
+    p = np.exp(logits[:, 1]) / np.exp(logits).sum(1)
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    a = batch[Columns.ACTIONS].numpy()
+    r = np.exp(logp[np.arange(len(a)), a] - batch[Columns.ACTION_LOGP].double().numpy())
+    col = {k: batch[k].double().numpy() for k in (COL_QUAL_Q, COL_QUAL_PS, "fair_v_pi0_ref")}
+    ben = batch[COL_BENEFIT].double().numpy()
+    groups, mask = batch["fair_group"].numpy(), batch[Columns.LOSS_MASK].numpy()
+    rows = {k: [] for k in ("c_hat", "constraint", "lambda", "dpe_step", "ipe_step", "empty")}
+    for lo in range(0, len(a), size):
+        sl = slice(lo, lo + size)
+        v = mask[sl]
+        g, pv, bv = groups[sl][v], p[sl][v], ben[sl][v]
+        q, rv = col[COL_QUAL_Q][sl][v], r[sl][v]
+        ips = (col[COL_QUAL_PS] - col["fair_v_pi0_ref"])[sl][v]
+        g0, g1 = g == 0, g == 1
+        empty = not (g0.any() and g1.any())
+        qt = (q - q.mean()) / (q.std(ddof=1) + 1e-8)
+        c = 0.0 if empty else (qt * rv)[g0].mean() - (qt * rv)[g1].mean()
+        rows["c_hat"].append(c)
+        rows["constraint"].append(c * c)
+        rows["lambda"].append(
+            0.0 if empty else qual.benefit_fairness_lambda(pv[g0], pv[g1], bv[g0], bv[g1], 1e-6)
+        )
+        rows["dpe_step"].append(0.0 if empty else qual.dpe_step(g, pv, bv))
+        rows["ipe_step"].append(0.0 if empty else ips[g0].mean() - ips[g1].mean())
+        rows["empty"].append(float(empty))
+    return {k: np.array(v) for k, v in rows.items()}
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["lean-loop", "rllib-loop"])
+@pytest.mark.parametrize("name", ["PPOKL", "PPOCb"])
+def test_diagnostics_are_the_mean_over_every_minibatch_of_the_update(name, lean):
+    """Lambda, DPE_step, IPE_step, C_hat (and C_hat^2) as the reference logs them: the mean
+    over all minibatches of the update (Fig. 6 plots that), in the lean loop and RLlib's."""
+    from rllib_fair.algorithms import get_config_class
+
+    learner, batch = _update_batch(get_config_class(name), lean_learner=lean)
+    got = _run_update(learner, batch, 50)
+    want = _expected_diagnostics(learner, batch, 50)
+    assert want["empty"].tolist() == [0.0, 0.0, 0.0, 1.0]
+    assert np.ptp(want["lambda"]) > 0.2 * abs(want["lambda"].mean())  # the minibatches differ
+    for key in ("c_hat", "constraint", "lambda", "dpe_step", "ipe_step"):
+        assert got[f"ppoc/{key}"] == pytest.approx(want[key].mean(), rel=1e-5, abs=1e-7), key
+    assert got["ppoc/empty_group_minibatch"] == 0.25
+    # the next update starts afresh (means of its own minibatches only)
+    again = _run_update(learner, batch, 100)
+    want = _expected_diagnostics(learner, batch, 100)
+    assert again["ppoc/lambda"] == pytest.approx(want["lambda"].mean(), rel=1e-5)
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["lean-loop", "rllib-loop"])
+def test_fppol_w1_delta_is_the_mean_over_every_minibatch(lean):
+    from rllib_fair.algorithms.ppoc.fppol import FPPOLConfig
+
+    learner, batch = _update_batch(FPPOLConfig, lean_learner=lean)
+    got = _run_update(learner, batch, 50)
+    dw, mask = batch["fair_long_delta"].double().numpy(), batch["loss_mask"].numpy()
+    want = np.mean([dw[lo : lo + 50][mask[lo : lo + 50]].mean() for lo in range(0, 200, 50)])
+    assert got["fppol/w1_delta_mean"] == pytest.approx(want, rel=1e-5)
+
+
+# ----------------------------------------------------------------------------- Adam epsilon
+
+
+@pytest.mark.parametrize("impl", ["foreach", "rllib"])
+@pytest.mark.parametrize(
+    ("name", "eps"), [("POCAR", 1e-5), ("FPPOL", 1e-5), ("PPOC", 1e-5), ("PPO", 1e-8)]
+)
+def test_adam_epsilon_is_the_references_for_appo_fppol_and_ppoc(name, eps, impl):
+    """A-PPO (POCAR), F-PPO-L and PPO-C train with SB3's Adam epsilon 1e-5, as their
+    reference code does; the plain PPO keeps torch's 1e-8; ``adam_epsilon`` sets it."""
+    from rllib_fair.algorithms import get_config_class
+
+    def built_eps(**training):
+        cfg = (
+            get_config_class(name)()
+            .environment("fair/LendingDrift-v0")
+            .training(optimizer_impl=impl, **training)
+            .rl_module(model_config={"fcnet_hiddens": [8]})
+        )
+        learner = cfg.build_learner(env=None, spaces=_spaces())
+        (opt,) = learner.get_optimizers_for_module("default_policy")
+        return opt[1].param_groups[0]["eps"]
+
+    assert built_eps() == eps
+    if name != "PPO":
+        assert built_eps(adam_epsilon=3e-6) == 3e-6
+
+
+@pytest.mark.parametrize("name", ["POCAR", "FPPOL"])
+def test_bad_adam_epsilon_is_a_one_line_error(name):
+    from rllib_fair.algorithms import get_config_class
+
+    cfg = get_config_class(name)().environment("fair/LendingDrift-v0").training(adam_epsilon=0)
+    with pytest.raises(ValueError, match="adam_epsilon: 0 is invalid"):
+        cfg.validate()
+
+
+# ----------------------------------------------------------------------------- F-PPO-L distance
+
+
+def test_fppol_dw_is_the_change_of_the_references_sinkhorn_over_300_applicants():
+    """The callback writes dW_t = W_t - W_{t-1} (W_0 = 0) into the step infos, W the
+    debiased Sinkhorn divergence (p = 1, blur 0.01, scaling 0.5) between the two groups'
+    bin counts over the last 300 decided applicants, resumed across two chunks."""
+    from types import SimpleNamespace
+
+    import gymnasium as gym
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+    from rllib_fair.algorithms.ppoc.fppol import FPPOLConfig
+    from rllib_fair.fairness.sinkhorn import sinkhorn_divergence_1d
+    from rllib_fair.rllib.callbacks import FairnessMetricsCallback
+
+    cfg = FPPOLConfig().environment("fair/LendingDrift-v0", env_config={"max_steps": 420})
+    assert (cfg.w1_window, cfg.w1_form, cfg.w1_p, cfg.w1_blur, cfg.w1_scaling) == (
+        300, "reference", 1, 0.01, 0.5,
+    )  # fmt: skip
+    env = gym.make("fair/LendingDrift-v0", max_steps=420)
+    obs, info = env.reset(seed=7)
+    rng = np.random.default_rng(7)
+    ep = SingleAgentEpisode(observations=[obs], infos=[info], len_lookback_buffer=0)
+    for _ in range(420):
+        a = int(rng.random() < 0.6)
+        obs, r, term, trunc, info = env.step(a)
+        ep.add_env_step(obs, a, r, infos=info, terminated=term, truncated=trunc)
+    assert ep.is_done
+    cb = FairnessMetricsCallback()
+    got = []
+    for lo, hi in ((0, 333), (333, 420)):
+        chunk = ep.slice(slice(lo, hi))
+        cb.on_sample_end(
+            env_runner=SimpleNamespace(config=cfg), metrics_logger=MetricsLogger(), samples=[chunk]
+        )
+        got += [i["fair_w1_delta"] for i in chunk.get_infos()[1:]]
+    infos = ep.get_infos()[1:]
+    h = np.zeros((420, 2, 14))
+    for t in range(420):
+        for i in infos[max(0, t - 299) : t + 1]:
+            h[t, i["group"], i["credit_bin"]] += 1
+    assert h[299:].sum(axis=(1, 2)).tolist() == [300.0] * 121
+    w = np.array([sinkhorn_divergence_1d(h[t, 0], h[t, 1]) for t in range(420)])
+    np.testing.assert_allclose(got, np.diff(np.r_[0.0, w]), rtol=1e-9, atol=1e-12)

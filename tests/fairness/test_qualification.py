@@ -439,8 +439,10 @@ def test_dpe_step():
 # ----------------------------------------------------------------------------- F-PPO-L distance
 
 
-@pytest.mark.parametrize("form", ["reference", "intended"])
+@pytest.mark.parametrize("form", ["reference", "sorted_counts", "intended"])
 def test_windowed_count_w1_matches_a_loop_and_resumes(form):
+    from rllib_fair.fairness.sinkhorn import sinkhorn_divergence_1d
+
     rng = np.random.default_rng(3)
     T, window = 230, 17
     groups = rng.integers(0, 2, T)
@@ -452,6 +454,8 @@ def test_windowed_count_w1_matches_a_loop_and_resumes(form):
         for s, b in zip(groups[lo : t + 1], bins[lo : t + 1]):
             h[s, b] += 1
         if form == "reference":
+            want.append(sinkhorn_divergence_1d(h[0], h[1], p=1, blur=0.01, scaling=0.5))
+        elif form == "sorted_counts":
             want.append(np.abs(np.sort(h[0]) - np.sort(h[1])).mean())
         elif h[0].sum() and h[1].sum():
             f = np.cumsum(h / h.sum(axis=1, keepdims=True), axis=1)
@@ -459,12 +463,30 @@ def test_windowed_count_w1_matches_a_loop_and_resumes(form):
         else:
             want.append(0.0)
     whole, _ = q.windowed_count_w1(groups, bins, N_BINS, window, form)
-    assert np.allclose(whole, want, atol=1e-12)
+    assert np.allclose(whole, want, rtol=1e-12, atol=1e-12)
     parts, carry = [], None
     for lo, hi in ((0, 5), (5, 6), (6, 100), (100, T)):
         w, carry = q.windowed_count_w1(groups[lo:hi], bins[lo:hi], N_BINS, window, form, carry)
         parts.append(w)
-    assert np.allclose(np.concatenate(parts), want, atol=1e-12)
+    assert np.allclose(np.concatenate(parts), want, rtol=1e-12, atol=1e-12)
     assert carry["last"] == pytest.approx(want[-1])
-    with pytest.raises(ValueError, match="form"):
-        q.windowed_count_w1(groups, bins, form="sinkhorn")
+    with pytest.raises(ValueError, match="form: 'bogus' is invalid"):
+        q.windowed_count_w1(groups, bins, form="bogus")
+
+
+def test_windowed_count_w1_reference_form_is_the_sinkhorn_divergence_not_sorted_w1():
+    """The reference's distance at its settings sits clearly below the sorted-count W1.
+
+    Its default window is the reference's 300 applicants (the current one included).
+    """
+    import inspect
+
+    rng = np.random.default_rng(4)
+    groups = rng.integers(0, 2, 400)
+    bins = rng.integers(0, N_BINS, 400)
+    ref, _ = q.windowed_count_w1(groups, bins)
+    exact, _ = q.windowed_count_w1(groups, bins, form="sorted_counts")
+    tail = slice(300, None)
+    assert np.all(ref[tail] < exact[tail])
+    assert 0.6 < np.mean(ref[tail] / exact[tail]) < 0.95
+    assert inspect.signature(q.windowed_count_w1).parameters["window"].default == 300

@@ -45,6 +45,9 @@ class POCARConfig(FairPPOConfig):
         omega: disparity tolerance (paper: 0.005 lending, 0.05 attention and infectious).
         advantage_normalization: ``"minmax"`` (reference, default) or ``"none"`` (paper).
         delta_timing: ``"post"`` (reference, default) or ``"pre"`` (paper's indexing).
+        adam_epsilon: Adam's epsilon. Default 1e-5: the reference code trains with
+            Stable-Baselines3's PPO, whose Adam uses 1e-5 (torch's and RLlib's default
+            is 1e-8).
     """
 
     needs_step_disparity = True
@@ -63,6 +66,7 @@ class POCARConfig(FairPPOConfig):
         self.omega: float = 0.005
         self.advantage_normalization: str = "minmax"
         self.delta_timing: str = "post"
+        self.adam_epsilon: float = 1e-5
 
     def training(
         self,
@@ -73,6 +77,7 @@ class POCARConfig(FairPPOConfig):
         omega=NotProvided,
         advantage_normalization=NotProvided,
         delta_timing=NotProvided,
+        adam_epsilon=NotProvided,
         **kw,
     ):
         """PPO's ``training()`` plus POCAR's settings (see the class attributes)."""
@@ -84,6 +89,7 @@ class POCARConfig(FairPPOConfig):
             ("omega", omega),
             ("advantage_normalization", advantage_normalization),
             ("delta_timing", delta_timing),
+            ("adam_epsilon", adam_epsilon),
         ):
             if value is not NotProvided:
                 setattr(self, key, value)
@@ -100,6 +106,9 @@ class POCARConfig(FairPPOConfig):
         super().validate()
         for key in ("beta_0", "beta_1", "beta_2", "omega"):
             _non_negative(key, getattr(self, key))
+        eps = self.adam_epsilon
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
+            raise ValueError(f"adam_epsilon: {eps!r} is invalid; valid: a finite number > 0")
         if self.advantage_normalization not in NORMALIZATIONS:
             raise ValueError(
                 f"advantage_normalization: {self.advantage_normalization!r} is invalid; "

@@ -182,8 +182,25 @@ def _explained_variance(y: torch.Tensor, pred: torch.Tensor) -> torch.Tensor:
 class FairPPOTorchLearner(LeanLearnerMixin, PPOTorchLearner):
     """RLlib's ``PPOTorchLearner`` behind :class:`LeanLearnerMixin`.
 
-    With ``lean_learner`` on, Discrete-action modules get :func:`lean_ppo_loss`.
+    With ``lean_learner`` on, Discrete-action modules get :func:`lean_ppo_loss`. Configs
+    with an ``adam_epsilon`` attribute (PPO-C's family, POCAR / A-PPO, F-PPO-L: the
+    Stable-Baselines3 value 1e-5 their reference code trains with) get Adam with that
+    epsilon; the others keep torch's default (1e-8).
     """
+
+    def configure_optimizers_for_module(self, module_id, config=None) -> None:
+        """Adam over the module's parameters, with the config's ``adam_epsilon`` if any."""
+        eps = getattr(config, "adam_epsilon", None)
+        if eps is None:
+            return super().configure_optimizers_for_module(module_id, config)
+        params = self.get_parameters(self._module[module_id])
+        self.register_optimizer(
+            module_id=module_id,
+            optimizer=self.make_adam(params, eps=float(eps)),
+            params=params,
+            lr_or_lr_schedule=config.lr,
+        )
+        return None
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         """PPO's loss: :func:`lean_ppo_loss` where it applies, else RLlib's."""

@@ -1,20 +1,29 @@
 """F-PPO-L (Hu, Lear & Zhang 2023), the long-term-fairness baseline of Lear & Zhang 2025.
 
 POCAR's advantage regularisation (A-PPO, :mod:`rllib_fair.algorithms.pocar`) plus two
-terms on the change of the 1-Wasserstein distance between the two groups' recent
-credit-bin histograms (spec §3.6, reference ``F_PPO_BD``)::
+terms on the change of a distance W between the two groups' recent credit-bin
+histograms::
 
     A' = standardise(beta_0 mm(A) + beta_1 mm(vt) + beta_2 mm(div)
                      + beta_3 mm(l1) + beta_4 mm(l2))
     l1 = min(0, -1[Delta_t > omega] dW_t),   l2 = max(0, -(1 - 1[Delta_t > omega]) dW_t)
 
 with ``mm`` the per-minibatch min-max normalisation, ``Delta_t`` the TPR gap over the
-last ``fairness_disparity_window`` decisions and ``dW_t = W_t - W_{t-1}``, W over the
-last ``w1_window`` decided applicants (:func:`rllib_fair.fairness.qualification.windowed_count_w1`;
-``w1_form="reference"``: the sorted-count form the reference computes, ``"intended"``: W1
-between the normalised bin distributions). No KL penalty. Defaults are the reference's:
-beta_0 = 1, beta_1 = beta_2 = 0 (erratum E4), beta_3 = 1.12, beta_4 = 1, omega = 0.005,
-windows 301 (the reference counts the current decision plus the last 300, erratum E3).
+last ``fairness_disparity_window`` decisions and ``dW_t = W_t - W_{t-1}`` (``W_0 = 0``
+at the episode start), W over the last ``w1_window`` decided applicants
+(:func:`rllib_fair.fairness.qualification.windowed_count_w1`). ``w1_form="reference"``
+is what the authors' code computes: the debiased Sinkhorn divergence of the GeomLoss
+library (``p = 1``, ``blur = 0.01``, annealing ratio 0.5;
+:mod:`rllib_fair.fairness.sinkhorn`) between the two histograms, each taken as 14
+one-dimensional points whose coordinates are the bin counts; ``"sorted_counts"`` is the
+exact 1-Wasserstein distance between those point clouds (the Sinkhorn value's limit, about
+15-30% above it); ``"intended"`` is W1 between the normalised bin distributions.
+
+Defaults are the reference's: beta_0 = 1, beta_1 = beta_2 = 0, beta_3 = 1.12, beta_4 = 1,
+omega = 0.005; the TPR window 301 (the reference computes the TPRs after counting the
+current decision and before dropping the oldest of its last 300), the histogram window
+300 (the reference's histograms hold the last 300 applicants, the current one included,
+when W is computed); no KL penalty; Adam epsilon 1e-5 (``adam_epsilon``, from POCAR).
 """
 
 from __future__ import annotations
@@ -31,19 +40,24 @@ from rllib_fair.algorithms.ppoc.ppoc import (
     emits_qualification_info,
 )
 from rllib_fair.algorithms.rppo.rppo import _non_negative
-
-W1_FORMS = ("reference", "intended")
+from rllib_fair.fairness.qualification import W1_FORMS
+from rllib_fair.fairness.sinkhorn import SINKHORN_PS
 
 
 class FPPOLConfig(POCARConfig):
-    """Config of F-PPO-L: :class:`POCARConfig` plus the long-term W1 terms.
+    """Config of F-PPO-L: :class:`POCARConfig` plus the long-term W terms.
 
     Attributes:
-        beta_3: weight of ``mm(l1)`` (W1 increase while the TPR gap exceeds omega).
-        beta_4: weight of ``mm(l2)`` (W1 decrease while it does not).
-        w1_form: ``"reference"`` (sorted bin counts, what the reference computes; spec
-            P17) or ``"intended"`` (W1 of the normalised bin distributions).
-        w1_window: decided applicants in the W1 histograms (reference 300 + the current).
+        beta_3: weight of ``mm(l1)`` (W increase while the TPR gap exceeds omega).
+        beta_4: weight of ``mm(l2)`` (W decrease while it does not).
+        w1_form: ``"reference"`` (the reference's Sinkhorn divergence between the two
+            groups' bin counts), ``"sorted_counts"`` (the exact W1 between those counts)
+            or ``"intended"`` (W1 of the normalised bin distributions).
+        w1_window: decided applicants in the histograms, the current one included
+            (reference: 300).
+        w1_p: cost exponent of the Sinkhorn divergence, 1 or 2 (reference: 1).
+        w1_blur: its final blur scale (reference: 0.01; the temperature is blur^p).
+        w1_scaling: its annealing ratio in (0, 1) (reference: 0.5).
     """
 
     #: The metrics callback writes dW_t into the step infos (see AddQualificationColumns).
@@ -51,14 +65,17 @@ class FPPOLConfig(POCARConfig):
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or FPPOL)
-        self.beta_1 = 0.0  # erratum E4: the reference's F-PPO-L has beta_1 = beta_2 = 0
+        self.beta_1 = 0.0  # the reference's F-PPO-L has beta_1 = beta_2 = 0
         self.beta_2 = 0.0
         self.beta_3: float = 1.12
         self.beta_4: float = 1.0
         self.w1_form: str = "reference"
-        self.w1_window: int = 301
-        self.fairness_disparity_window = 301  # erratum E3
-        self.use_kl_loss = False  # spec §3.5: no KL for A-PPO and F-PPO-L
+        self.w1_window: int = 300
+        self.w1_p: int = 1
+        self.w1_blur: float = 0.01
+        self.w1_scaling: float = 0.5
+        self.fairness_disparity_window = 301  # the reference's TPRs: 300 + the current
+        self.use_kl_loss = False  # the reference: no KL penalty for A-PPO and F-PPO-L
 
     def training(
         self,
@@ -67,6 +84,9 @@ class FPPOLConfig(POCARConfig):
         beta_4=NotProvided,
         w1_form=NotProvided,
         w1_window=NotProvided,
+        w1_p=NotProvided,
+        w1_blur=NotProvided,
+        w1_scaling=NotProvided,
         **kw,
     ):
         """POCAR's ``training()`` plus F-PPO-L's settings (see the class attributes)."""
@@ -76,6 +96,9 @@ class FPPOLConfig(POCARConfig):
             ("beta_4", beta_4),
             ("w1_form", w1_form),
             ("w1_window", w1_window),
+            ("w1_p", w1_p),
+            ("w1_blur", w1_blur),
+            ("w1_scaling", w1_scaling),
         ):
             if value is not NotProvided:
                 setattr(self, key, value)
@@ -110,6 +133,14 @@ class FPPOLConfig(POCARConfig):
         w = self.w1_window
         if isinstance(w, bool) or not isinstance(w, int) or w < 1:
             raise ValueError(f"w1_window: {w!r} is invalid; valid: an integer >= 1")
+        if isinstance(self.w1_p, bool) or self.w1_p not in SINKHORN_PS:
+            raise ValueError(f"w1_p: {self.w1_p!r} is invalid; valid choices: 1, 2")
+        b = self.w1_blur
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b < float("inf"):
+            raise ValueError(f"w1_blur: {b!r} is invalid; valid: a finite number > 0")
+        c = self.w1_scaling
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < 1:
+            raise ValueError(f"w1_scaling: {c!r} is invalid; valid: a number in (0, 1)")
         if not self.fairness_metrics:
             raise ValueError(
                 "fairness_metrics: False is invalid for FPPOLConfig (its metrics callback "

@@ -1,4 +1,4 @@
-"""F-PPO-L learner: POCAR's minibatch advantage plus the long-term W1 terms (spec §3.6)."""
+"""F-PPO-L learner: POCAR's minibatch advantage plus the long-term W terms."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 
 from rllib_fair.algorithms.pocar.pocar_learner import _minmax, pocar_terms
 from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
-from rllib_fair.algorithms.ppoc.ppoc_learner import COL_LONG_DELTA
+from rllib_fair.algorithms.ppoc.ppoc_learner import COL_LONG_DELTA, UpdateMeanMetrics
 from rllib_fair.rllib import keys
 
 
@@ -38,8 +38,12 @@ def fppol_advantages(adv, disparity, disparity_prev, w_delta, mask, *, config) -
     return (combined - valid.mean()) / (valid.std() + 1e-8)
 
 
-class FPPOLTorchLearner(FairPPOTorchLearner):
-    """PPO torch learner whose minibatch advantages are F-PPO-L-regularised."""
+class FPPOLTorchLearner(UpdateMeanMetrics, FairPPOTorchLearner):
+    """PPO torch learner whose minibatch advantages are F-PPO-L-regularised.
+
+    Logs ``fppol/w1_delta_mean``, the mean of dW_t over the valid rows of each minibatch,
+    averaged over all minibatches of the update (:class:`UpdateMeanMetrics`).
+    """
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         """Replaces the minibatch's advantages, then computes PPO's loss (no KL)."""
@@ -56,10 +60,11 @@ class FPPOLTorchLearner(FairPPOTorchLearner):
             mask,
             config=config,
         )
-        self.metrics.log_value(
-            (module_id, "fppol/w1_delta_mean"),
-            batch[COL_LONG_DELTA][mask].float().mean().detach(),
-            window=1,
+        valid = mask.to(torch.float32)
+        w_delta = batch[COL_LONG_DELTA].detach().to(torch.float32)
+        self.add_update_means(
+            module_id,
+            {"fppol/w1_delta_mean": (w_delta * valid).sum() / valid.sum().clamp(min=1.0)},
         )
         return super().compute_loss_for_module(
             module_id=module_id, config=config, batch=batch, fwd_out=fwd_out

@@ -135,10 +135,21 @@ def qualification_columns(
 # ----------------------------------------------------------------------------- loss terms
 
 
+def _group_weights(in_group: torch.Tensor, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(w, n)``: ``w = in_group / n`` (all zeros for an empty group) and ``n = |group|``.
+
+    Sums against ``w`` are group means without indexing, so no value has to travel from
+    the module's device to the host.
+    """
+    w = in_group.to(dtype)
+    n = w.sum()
+    return w / n.clamp(min=1.0), n
+
+
 def _group_mean(x: torch.Tensor, in_group: torch.Tensor) -> torch.Tensor:
-    """Mean of ``x`` over ``in_group`` (caller guarantees it is not empty)."""
-    w = in_group.to(x.dtype)
-    return (x * w).sum() / w.sum()
+    """Mean of ``x`` over ``in_group``; 0 for an empty group."""
+    w, _ = _group_weights(in_group, x.dtype)
+    return (x * w).sum()
 
 
 def c_hat(
@@ -149,33 +160,35 @@ def c_hat(
     mask: torch.Tensor,
     *,
     normalization: str = "minibatch",
-) -> tuple[torch.Tensor, bool]:
-    """The constraint estimator C_hat of [U6] (paper L178; spec §3.2) for one minibatch.
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The constraint estimator C_hat of paper L178 for one minibatch.
 
     ``C_hat = mean_{t in B0}(q~_t r_t) - mean_{t in B1}(q~_t r_t)`` with
     ``r_t = exp(logp_t - logp_old_t)`` (unclipped, carries the gradient) and
     ``q~ = (q - mean_B q) / (std_B q + 1e-8)`` over the masked minibatch, both groups
-    pooled, torch's unbiased std (``normalization="minibatch"``, the reference), or raw q
-    (``"none"``). ``q`` is data: no gradient flows through it.
+    pooled, unbiased std (``normalization="minibatch"``, the reference), or raw q
+    (``"none"``). ``q`` is data: no gradient flows through it. Computed with masked sums
+    on the inputs' device (no host synchronisation).
 
     Returns:
-        ``(C_hat, empty)``: ``empty`` is True (and ``C_hat`` a zero that keeps the graph)
-        when the masked minibatch lacks a step of one group, where the reference gives
-        NaN (spec §3.2 [choice], P20).
+        ``(C_hat, empty)``: ``empty`` is a boolean tensor, True (and ``C_hat`` a zero that
+        keeps the graph) when the masked minibatch lacks a step of one group, where the
+        reference gives NaN.
     """
     valid = mask & (groups >= 0)
-    in0 = valid & (groups == 0)
-    in1 = valid & (groups == 1)
     r = torch.exp(logp - logp_old)
-    if not bool(in0.any()) or not bool(in1.any()):
-        return (r * 0.0).sum(), True
+    w0, n0 = _group_weights(valid & (groups == 0), r.dtype)
+    w1, n1 = _group_weights(valid & (groups == 1), r.dtype)
     q = q.detach().to(r.dtype)
     if normalization == "minibatch":
-        qv = q[valid]
-        std = qv.std() if qv.numel() > 1 else torch.zeros((), dtype=q.dtype, device=q.device)
-        q = (q - qv.mean()) / (std + 1e-8)
+        wv, nv = _group_weights(valid, r.dtype)
+        centred = q - (q * wv).sum()
+        var = ((centred * valid.to(r.dtype)) ** 2).sum() / (nv - 1.0).clamp(min=1.0)
+        q = centred / (var.sqrt() + 1e-8)
     qr = q * r
-    return _group_mean(qr, in0) - _group_mean(qr, in1), False  # [U6]
+    empty = (n0 == 0) | (n1 == 0)
+    c = (qr * w0).sum() - (qr * w1).sum()  # paper L178
+    return torch.where(empty, (r * 0.0).sum(), c), empty
 
 
 def lambda_hat(
@@ -187,29 +200,31 @@ def lambda_hat(
     eps: float = 1e-6,
     weights: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The benefit-fairness measure Lambda of paper L253 ([U12]) on a minibatch (spec §3.3).
+    """The benefit-fairness measure Lambda of paper L253 on a minibatch.
 
     ``Lambda_hat = sum_{t in B0} sum_{u in B1} w_t w_u eps |p_t - p_u| / (eps + |Delta_t -
     Delta_u|)`` with ``p = pi(d1 | o)`` (carries the gradient) and ``Delta`` data. With
     ``weights=None``, ``w = 1/|B0|`` and ``1/|B1|`` (the reference: the sum over all
-    cross-group pairs divided by their number, erratum E1); otherwise each group's
-    weights are renormalised to sum to 1. An empty group gives 0.
+    cross-group pairs divided by their number); otherwise each group's weights are
+    renormalised to sum to 1. An empty group gives 0. Evaluated over all pairs of the
+    minibatch with zero weight outside ``B0 x B1`` (no indexing, no host
+    synchronisation).
     """
     valid = mask & (groups >= 0)
-    in0 = valid & (groups == 0)
-    in1 = valid & (groups == 1)
-    if not bool(in0.any()) or not bool(in1.any()):
-        return (p * 0.0).sum()
-    p0, p1 = p[in0], p[in1]
-    d = benefit.detach().to(p.dtype)
-    d0, d1 = d[in0], d[in1]
-    num = torch.abs(p0[:, None] - p1[None, :])
-    k = eps / (eps + torch.abs(d0[:, None] - d1[None, :]))  # data: no gradient
+    in0, in1 = valid & (groups == 0), valid & (groups == 1)
     if weights is None:  # the reference: sum over all cross-group pairs / their number
-        return (num * k).mean()  # [U12], Eq. 5's Lambda
-    w = weights.detach().to(p.dtype)
-    w0, w1 = w[in0] / w[in0].sum(), w[in1] / w[in1].sum()
-    return (num * (k * w0[:, None] * w1[None, :])).sum()  # [U12] with population weights
+        w0, _ = _group_weights(in0, p.dtype)
+        w1, _ = _group_weights(in1, p.dtype)
+    else:  # population weights, renormalised within each group
+        w = weights.detach().to(p.dtype)
+        w0, w1 = w * in0.to(p.dtype), w * in1.to(p.dtype)
+        s0, s1 = w0.sum(), w1.sum()
+        w0 = w0 / torch.where(s0 > 0, s0, torch.ones_like(s0))
+        w1 = w1 / torch.where(s1 > 0, s1, torch.ones_like(s1))
+    d = benefit.detach().to(p.dtype)
+    num = torch.abs(p[:, None] - p[None, :])
+    k = eps / (eps + torch.abs(d[:, None] - d[None, :]))  # data: no gradient
+    return (num * (k * w0[:, None] * w1[None, :])).sum()  # paper L253 / Eq. 5's Lambda
 
 
 def _standardize_masked(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -222,13 +237,51 @@ def _standardize_masked(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 # ----------------------------------------------------------------------------- learner
 
 
-class PPOCTorchLearner(FairPPOTorchLearner):
+class UpdateMeanMetrics:
+    """Learner mixin: statistics averaged over every minibatch of one update, logged once.
+
+    :meth:`add_update_means` adds one minibatch's values (0-dim tensors on the module's
+    device) to running sums kept on that device; after the update's minibatch loop
+    (RLlib's or the lean one, :meth:`after_gradient_based_update`) the means are moved to
+    the host in one transfer and logged with ``window=1``, so a result reports the mean
+    over all of the update's minibatches (the reference logs the mean over the
+    iteration's minibatches).
+    """
+
+    def add_update_means(self, module_id, values: dict[str, torch.Tensor]) -> None:
+        """Adds one minibatch's ``{name: 0-dim tensor}`` to ``module_id``'s running sums."""
+        sums = self.__dict__.setdefault("_update_means", {})
+        names = tuple(values)
+        stacked = torch.stack([v.detach().to(torch.float32) for v in values.values()])
+        entry = sums.get(module_id)
+        if entry is None or entry[0] != names:
+            sums[module_id] = [names, stacked, 1]
+        else:
+            entry[1] = entry[1] + stacked
+            entry[2] += 1
+
+    def before_gradient_based_update(self, *, timesteps) -> None:
+        """Drops sums left by loss evaluations outside an update, then the parent's hook."""
+        self.__dict__["_update_means"] = {}
+        super().before_gradient_based_update(timesteps=timesteps)
+
+    def after_gradient_based_update(self, *, timesteps) -> None:
+        """The parent's hook, then logs each module's means (one host transfer each)."""
+        super().after_gradient_based_update(timesteps=timesteps)
+        sums, self.__dict__["_update_means"] = self.__dict__.get("_update_means", {}), {}
+        for module_id, (names, total, count) in sums.items():
+            means = (total / count).tolist()
+            self.metrics.log_dict(dict(zip(names, means, strict=True)), key=module_id, window=1)
+
+
+class PPOCTorchLearner(UpdateMeanMetrics, FairPPOTorchLearner):
     """PPO torch learner with PPO-C's ``beta_c C_hat^2`` and PPO-Cb's ``beta_lambda Lambda_hat``.
 
     Everything is computed per minibatch from the batch columns on the module's device,
-    with no state kept between updates: under data-parallel learners (DDP) each learner
-    evaluates the terms on its own minibatch shard, like PPO's own per-minibatch terms,
-    and DDP averages the gradients, so the learners stay identical.
+    with no state kept between updates except the diagnostics' running sums: under
+    data-parallel learners (DDP) each learner evaluates the terms on its own minibatch
+    shard, like PPO's own per-minibatch terms, and DDP averages the gradients, so the
+    learners stay identical.
     """
 
     def build(self) -> None:
@@ -241,18 +294,8 @@ class PPOCTorchLearner(FairPPOTorchLearner):
             env = LendingDriftEnv(**dict(self.config.env_config or {}))
             self._pop_bin_probs = np.asarray(env.initial_cluster_probs, dtype=np.float64)
 
-    def configure_optimizers_for_module(self, module_id, config=None) -> None:
-        """Adam with ``adam_epsilon`` (SB3's 1e-5, the reference) instead of torch's 1e-8."""
-        module = self._module[module_id]
-        params = self.get_parameters(module)
-        eps = float(getattr(config, "adam_epsilon", 1e-8))
-        optimizer = self.make_adam(params, eps=eps)
-        self.register_optimizer(
-            module_id=module_id, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr
-        )
-
     def _update_module_kl_coeff(self, *, module_id, config, kl_loss) -> None:
-        """Keeps ``kl_coeff`` fixed (paper: 1.5, spec P1) unless ``kl_coeff_adaptive``."""
+        """Keeps ``kl_coeff`` fixed (the paper's 1.5) unless ``kl_coeff_adaptive``."""
         if getattr(config, "kl_coeff_adaptive", True):
             super()._update_module_kl_coeff(module_id=module_id, config=config, kl_loss=kl_loss)
 
@@ -265,7 +308,8 @@ class PPOCTorchLearner(FairPPOTorchLearner):
         probs = torch.as_tensor(self._pop_bin_probs, dtype=torch.float32, device=x.device)
         ok = (x >= 0) & (groups >= 0)
         code = torch.where(ok, groups.long() * n_bins + x, torch.zeros_like(x))
-        counts = torch.bincount(code[ok], minlength=2 * n_bins).to(torch.float32)
+        counts = torch.zeros(2 * n_bins, dtype=torch.float32, device=x.device)
+        counts = counts.scatter_add(0, code, ok.to(torch.float32))
         w = probs.reshape(-1)[code] / counts[code].clamp(min=1.0)
         return torch.where(ok, w, torch.zeros_like(w))
 
@@ -287,23 +331,19 @@ class PPOCTorchLearner(FairPPOTorchLearner):
         # Both weights 0 (PPO-KL): PPO's loss tensor itself, bit for bit.
         return total if isinstance(extra, float) else total + extra
 
-    #: The ``ppoc/*`` diagnostics (Lambda and C_hat where their weight is 0, DPE_step,
-    #: IPE_step) are computed and logged on every ``LOG_EVERY``-th minibatch only: they
-    #: are window-1 values (the last logged minibatch) and cost as much as the loss terms.
-    LOG_EVERY = 10
-
     def _fairness_terms(self, module_id, config, batch, fwd_out, mask) -> torch.Tensor | float:
-        self._ppoc_calls = getattr(self, "_ppoc_calls", -1) + 1
-        log_now = self._ppoc_calls % self.LOG_EVERY == 0
-        if not (config.beta_c or config.beta_lambda or log_now):
-            return 0.0
+        """Eq. 2's and Eq. 5's terms, and the ``ppoc/*`` diagnostics of every minibatch.
+
+        A term whose weight is 0 is still evaluated (outside autograd) for the
+        diagnostics: C_hat, C_hat^2, Lambda, DPE_step, IPE_step and whether a group was
+        missing are added to the update's means on every minibatch, in RLlib's loop and in
+        the lean one alike (:class:`UpdateMeanMetrics`).
+        """
         module = self.module[module_id].unwrapped()
         logits = fwd_out[Columns.ACTION_DIST_INPUTS]
         groups = batch[keys.COL_GROUP]
         extra = 0.0
-        c = lam = None
-        empty = False
-        if config.beta_c or log_now:
+        with torch.set_grad_enabled(torch.is_grad_enabled() and bool(config.beta_c)):
             dist = module.get_train_action_dist_cls().from_logits(logits)
             c, empty = c_hat(
                 dist.logp(batch[Columns.ACTIONS]),
@@ -313,10 +353,10 @@ class PPOCTorchLearner(FairPPOTorchLearner):
                 mask,
                 normalization=config.q_normalization,
             )
-            if config.beta_c:
-                extra = extra + config.beta_c * c * c  # Eq. 2: + beta_C C_hat^2
-        p = torch.softmax(logits, dim=-1)[..., 1]  # pi(d1 | o_t)
-        if config.beta_lambda or log_now:
+        if config.beta_c:
+            extra = extra + config.beta_c * c * c  # Eq. 2: + beta_C C_hat^2
+        with torch.set_grad_enabled(torch.is_grad_enabled() and bool(config.beta_lambda)):
+            p = torch.softmax(logits, dim=-1)[..., 1]  # pi(d1 | o_t)
             lam = lambda_hat(
                 p,
                 batch[COL_BENEFIT],
@@ -325,31 +365,30 @@ class PPOCTorchLearner(FairPPOTorchLearner):
                 eps=config.lambda_epsilon,
                 weights=self._population_weights(batch, groups),
             )
-            if config.beta_lambda:
-                extra = extra + config.beta_lambda * lam  # Eq. 5: + beta_Lambda Lambda
-        if log_now:
-            self._log_diagnostics(module_id, batch, mask, groups, p, c, lam, empty)
+        if config.beta_lambda:
+            extra = extra + config.beta_lambda * lam  # Eq. 5: + beta_Lambda Lambda
+        self._add_diagnostics(module_id, batch, mask, groups, p, c, lam, empty)
         return extra
 
-    def _log_diagnostics(self, module_id, batch, mask, groups, p, c, lam, empty) -> None:
+    def _add_diagnostics(self, module_id, batch, mask, groups, p, c, lam, empty) -> None:
         with torch.no_grad():
             valid = mask & (groups >= 0)
+            g0, g1 = valid & (groups == 0), valid & (groups == 1)
+            p = p.detach()
             ben = batch[COL_BENEFIT].to(p.dtype)
             ips = batch[COL_QUAL_PS].to(p.dtype) - batch[COL_V_PI0_REF].to(p.dtype)
-            dpe = ipe = torch.zeros((), device=p.device)
-            if not empty:
-                g0, g1 = valid & (groups == 0), valid & (groups == 1)
-                dpe = _group_mean(p * ben, g0) - _group_mean(p * ben, g1)  # spec §2.3.5
-                ipe = _group_mean(ips, g0) - _group_mean(ips, g1)
-        self.metrics.log_dict(
-            {
-                "ppoc/c_hat": c.detach(),
-                "ppoc/constraint": (c * c).detach(),
-                "ppoc/lambda": lam.detach(),
-                "ppoc/dpe_step": dpe,
-                "ppoc/ipe_step": ipe,
-                "ppoc/empty_group_minibatch": float(empty),
-            },
-            key=module_id,
-            window=1,
-        )
+            zero = torch.zeros((), dtype=p.dtype, device=p.device)
+            dpe = _group_mean(p * ben, g0) - _group_mean(p * ben, g1)  # DPE_step
+            ipe = _group_mean(ips, g0) - _group_mean(ips, g1)  # IPE_step
+            c = c.detach()
+            self.add_update_means(
+                module_id,
+                {
+                    "ppoc/c_hat": c,
+                    "ppoc/constraint": c * c,
+                    "ppoc/lambda": lam.detach(),
+                    "ppoc/dpe_step": torch.where(empty, zero, dpe),
+                    "ppoc/ipe_step": torch.where(empty, zero, ipe),
+                    "ppoc/empty_group_minibatch": empty.to(p.dtype),
+                },
+            )

@@ -19,9 +19,11 @@ Two ways to run it:
 
 Writes, under ``--out-dir`` (default ``docs/results``):
 
-* ``lee2026.md``: every qualitative claim of spec 7.2 and the spec 7.3 pass criteria,
+* ``lee2026.md``: every qualitative claim of the paper's figures and our pass criteria,
   each stated as REPRODUCED or NOT REPRODUCED with our numbers; final-quarter tables, rank
-  tables and distribution summaries;
+  tables and distribution summaries; and, when ``--before-dir`` holds the tracked data of
+  an earlier version (default ``docs/results/lee2026_indicator``: the same runs with the
+  group column as a raw 0/1 indicator), what moved between the two;
 * ``lee2026_final.csv``: final quarter, mean over seeds per (setting, strategy);
 * ``lee2026_quarters.png``: per-quarter Delta SR, Delta FPR, Delta FNR, Delta Acc, profit
   per quarter and cumulative profit (Figs 2, 6-10 analogues);
@@ -89,6 +91,8 @@ COMPACT_COLUMNS = (
 )
 QUARTERS_CSV = "lee2026_quarters.csv"
 FULLGRID_CSV = "lee2026_fullgrid.csv"
+#: Tracked data of the runs before the centered group column (raw 0/1 indicator).
+BEFORE_DIR = "docs/results/lee2026_indicator"
 YES, NO = "**REPRODUCED**", "**NOT REPRODUCED**"
 
 
@@ -290,7 +294,7 @@ def fig2_claims(df: pd.DataFrame, table: pd.DataFrame) -> list[str]:
     out.append(
         _claim(
             "Fig. 2 bottom (no bias)",
-            "all methods perform similarly (criterion: spec 7.3 item 1, all final |dSR| < "
+            "all methods perform similarly (criterion: pass criterion 1, all final |dSR| < "
             "0.05 and profits within 15 %)",
             max(sr0.values()) < 0.05 and spread <= 0.15,
             f"max |dSR| {max(sr0.values()):.3f}; profit spread {spread:.1%} "
@@ -411,7 +415,7 @@ def fig3_claims(df: pd.DataFrame) -> list[str]:
             lo >= 5.5 and hi_u <= 7.5,
             f"ours spans {lo:.1f}-{hi_u:.1f} (counterfactual {u['counterfactual'].min():.1f}-"
             f"{u['counterfactual'].max():.1f}); the paper's profit normalisation is not "
-            "stated (spec 6.2), so only the order of magnitude is comparable.",
+            "stated, so only the order of magnitude is comparable.",
         )
     )
     return out
@@ -728,8 +732,12 @@ def distribution(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fullgrid_quantiles(raw: pd.DataFrame) -> pd.DataFrame:
-    """Every knob combination at pc 0.7, delta 0.05, strategies with > 1000 final rows."""
+def fullgrid_quantiles(raw: pd.DataFrame, group_encoding: str = "centered") -> pd.DataFrame:
+    """Every knob combination at pc 0.7, delta 0.05, strategies with > 1000 final rows.
+
+    ``group_encoding`` (the sweep's ``--group-encoding``, which its CSV does not record)
+    is written as a column so that the tracked quantiles say which coding made them.
+    """
     last = raw[(raw["quarter"] == raw["quarter"].max()) & (raw["proportion_certain"] == 0.7)]
     last = last[last["delta"] == 0.05]
     sizes = last.groupby("strategy").size()
@@ -741,7 +749,7 @@ def fullgrid_quantiles(raw: pd.DataFrame) -> pd.DataFrame:
     last = last[shared]
     rows = []
     for strategy, part in last.groupby("strategy"):
-        row = {"strategy": strategy, "configs": len(part)}
+        row = {"strategy": strategy, "configs": len(part), "group_encoding": group_encoding}
         for m in DISPARITIES:
             q = part[m].abs().quantile([0.25, 0.5, 0.75]).to_numpy()
             row.update({f"{m}_q25": q[0], f"{m}_median": q[1], f"{m}_q75": q[2]})
@@ -862,6 +870,19 @@ def figs11_14_claims(df: pd.DataFrame, full: pd.DataFrame) -> list[str]:
     return out
 
 
+def _coding_note(f: pd.DataFrame) -> str:
+    """Which group coding made the full-grid quantiles (a warning unless the current one)."""
+    if "group_encoding" not in f.columns:
+        return " The group coding of these runs is not recorded."
+    enc = str(f["group_encoding"].iloc[0])
+    if enc == "centered":
+        return ""
+    return (
+        f" These runs used the group column as {enc!r} (a raw 0/1 indicator) and were not "
+        "rerun with the centered column: their verdicts are from that coding."
+    )
+
+
 def _fullgrid_claims(f: pd.DataFrame) -> list[str]:
     """The Figs 11-14 claims that naive and prob-weighted alone can test on the whole grid."""
     n = int(f.loc["naive", "configs"])
@@ -878,7 +899,7 @@ def _fullgrid_claims(f: pd.DataFrame) -> list[str]:
     return [
         f"Whole knob grid (3^6 x 5 seeds = {n:,} configurations at pc 0.7, delta 0.05), "
         "naive and prob-weighted only (UA, naive exploration and counterfactual did not run "
-        "it), so only their comparisons:",
+        f"it), so only their comparisons.{_coding_note(f.reset_index())}",
         _claim(
             fig,
             "prob-weighted narrower and lower than naive for |dSR| (UA untested)",
@@ -1090,6 +1111,109 @@ def plot_violins(df: pd.DataFrame, path: Path) -> bool:
 # ----------------------------------------------------------------------------- main
 
 
+def _verdicts(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """(claim text before its first bold verdict, the line's bold verdicts), in order."""
+    out = []
+    for line in lines:
+        for part in line.split("\n"):
+            if "**" in part:
+                out.append((part.split("**")[0].strip(" -:"), part.split("**")[1::2]))
+    return out
+
+
+def before_after_md(
+    before_dir: Path,
+    df: pd.DataFrame,
+    table: pd.DataFrame,
+    full: pd.DataFrame,
+    claim_lines: list[str],
+) -> list[str]:
+    """Markdown: claim verdicts and final |Delta SR| / profit, earlier data vs these."""
+    bdf = with_setting(pd.read_csv(before_dir / QUARTERS_CSV))
+    bfull_path = before_dir / FULLGRID_CSV
+    bfull = pd.read_csv(bfull_path) if bfull_path.exists() else pd.DataFrame()
+    btable = final_table(bdf)
+    bclaims = [
+        *fig2_claims(bdf, btable),
+        *fig3_claims(bdf),
+        *fig4_claims(btable),
+        *fig5_claims(btable),
+        *figs6_10_claims(bdf),
+        *figs11_14_claims(bdf, bfull),
+        *spec73_claims(btable),
+    ]
+    # The same code in the same order made both lists: pair the claims by position.
+    old, new = _verdicts(bclaims), _verdicts(claim_lines)
+    if len(old) != len(new):
+        raise ValueError(f"before: {len(old)} claims, after: {len(new)}; cannot pair them")
+    flipped = [
+        f"- {key}: {' / '.join(was)} -> {' / '.join(now)}"
+        for (_, was), (key, now) in zip(old, new)
+        if was != now
+    ]
+    n_old = sum(v.count("REPRODUCED") for _, v in old)
+    n_new = sum(v.count("REPRODUCED") for _, v in new)
+    rows = (*HEATMAP_ROWS, FIG2_SETTING)
+    b_all, a_all = final_table(bdf, rows), final_table(df, rows)
+    bget, aget = _Table(b_all), _Table(a_all)
+
+    def arrows(col: str, f: str) -> str:
+        lines = []
+        for setting in rows:
+            row = {"setting": setting}
+            for s in STRATEGIES:
+                b, a = bget(setting, s, col), aget(setting, s, col)
+                row[SHORT[s]] = f"{f.format(b)} -> {f.format(a)}"
+            lines.append(row)
+        return _md(pd.DataFrame(lines))
+
+    same_full = not full.empty and not bfull.empty and full.equals(bfull)
+
+    def signed(frame: pd.DataFrame, setting: str) -> str:
+        last = frame[(frame["quarter"] == frame["quarter"].max()) & (frame["setting"] == setting)]
+        v = last[last["strategy"] == "counterfactual"]["delta_sr"]
+        return f"{v.mean():+.3f} (s.d. {v.std():.3f} over {len(v)} seeds)"
+
+    return [
+        "## What the group coding changed (before -> after)",
+        "",
+        "Before: the same runs (same seeds, budgets and protocol) with the group entering the "
+        "logistic model as a raw 0/1 indicator; data kept in "
+        f"`{before_dir.name}/{QUARTERS_CSV}`. A fitted logistic regression with an intercept "
+        "does not care which group is coded 1, but the model is trained by a fixed number of "
+        "gradient steps from zero, and those steps do: with the indicator column, relabelling "
+        "the groups changed the results, most for the counterfactual strategy (both codings "
+        "are compared in `lee2026_sweep.md`), and without any bias the counterfactual gave "
+        "the group coded 0 fewer loans: its signed final Delta SR was "
+        f"{signed(bdf, 'no bias')} before and is {signed(df, 'no bias')} after; at l_m = 2 "
+        f"{signed(bdf, 'l_m=2')} before, {signed(df, 'l_m=2')} after. After: the column "
+        "is `A - 1/2`, so relabelling only flips its sign and every decision is the same. "
+        "Every strategy moved, because every strategy trains the same model; naive and "
+        "uncertainty-aware moved least.",
+        "",
+        f"Bold verdicts in the claims below: {n_old} before, {n_new} after (counting the "
+        "REPRODUCED ones, pass criteria included). Verdicts that changed:",
+        "",
+        *(flipped or ["- none"]),
+        "",
+        "Final |Delta SR| (mean over seeds), before -> after:",
+        "",
+        arrows("abs_delta_sr", "{:.3f}"),
+        "",
+        "Cumulative profit (mean over seeds), before -> after:",
+        "",
+        arrows("cumulative_profit", "{:.0f}"),
+        "",
+        (
+            f"`{FULLGRID_CSV}` (whole-grid quantiles) is the same file before and after: it "
+            "was not regenerated with the centered column (see `lee2026_sweep.md`)."
+            if same_full
+            else f"`{FULLGRID_CSV}` (whole-grid quantiles) was regenerated too."
+        ),
+        "",
+    ]
+
+
 def _fullgrid_md(full: pd.DataFrame) -> str:
     rows = []
     for _, r in full.iterrows():
@@ -1108,6 +1232,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("csv", nargs="*", help="raw sweep CSVs (default: the tracked data)")
     p.add_argument("--out-dir", default="docs/results")
     p.add_argument("--data-dir", default="docs/results", help="where the tracked CSVs live")
+    p.add_argument(
+        "--group-encoding",
+        choices=("centered", "indicator"),
+        default="centered",
+        help="the sweep's --group-encoding of the raw CSVs (recorded in the full-grid CSV)",
+    )
+    p.add_argument(
+        "--before-dir",
+        default=BEFORE_DIR,
+        help="tracked CSVs of an earlier version to compare with ('' for none)",
+    )
     args = p.parse_args(argv)
     out, data = Path(args.out_dir), Path(args.data_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -1115,7 +1250,7 @@ def main(argv: list[str] | None = None) -> int:
         raw = load_raw(args.csv)
         small = compact(raw)
         small.to_csv(out / QUARTERS_CSV, index=False, float_format="%.6g")
-        full = fullgrid_quantiles(raw)
+        full = fullgrid_quantiles(raw, args.group_encoding)
         if not full.empty:
             full.to_csv(out / FULLGRID_CSV, index=False, float_format="%.6g")
         source = ", ".join(f"`{Path(c).name}`" for c in args.csv)
@@ -1148,6 +1283,11 @@ def main(argv: list[str] | None = None) -> int:
     ]
     n_yes = sum(line.startswith("- ") and YES in line for line in claim_lines)
     n_no = sum(line.startswith("- ") and NO in line for line in claim_lines)
+    before_md = []
+    if args.before_dir and (Path(args.before_dir) / QUARTERS_CSV).exists():
+        before_md = before_after_md(
+            Path(args.before_dir), df, table, full, [*claim_lines, *spec73_claims(table)]
+        )
     md = [
         "# Lee et al. (FAccT 2026): figure analogues and claims",
         "",
@@ -1180,29 +1320,38 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Final quarter is Q8 (the base quarter Q1 is fully labelled; Q2-Q8 are decided); "
         "`proportion_certain = 0.7`, `delta = 0.05` (App. C); means over seeds 0, 20, 40, 60, "
-        "80; `Delta M = M(0) - M(1)` with group 0 the biased group (spec 2.4). Each claim "
+        "80; `Delta M = M(0) - M(1)` with group 0 the biased group (the generator's "
+        "`A = 1`, relabelled so that the signs read as in the paper); the model's group "
+        'column is `A - 1/2` (`group_encoding="centered"`), so no result depends on '
+        "which group is coded 1 (`tests/uncertainty/test_group_coding.py`). Each claim "
         "below is read into a numeric criterion (our choice, stated in brackets) and judged "
         "on our numbers. In most single-bias rows uncertainty-aware makes exactly the "
         f"decisions of naive ({_identical(table)}/13 rows identical): its candidates U' "
-        "(confidence interval overlapping the threshold of C_q, 37-89 applicants a "
-        "quarter) are fewer than the loans left after C_q, so it grants all of them and "
+        "(confidence interval overlapping the threshold of C_q, a few dozen applicants a "
+        "quarter, see `lee2026_sweep.md`) are fewer than the loans left after C_q, so it "
+        "grants all of them and "
         "fills the rest top-down by p; that is naive's top-B set unless a wide interval "
         "puts a lower-ranked applicant into U'. l_y = k and l_m_y = k (and l_y = l_m_y = "
         "k/2) shift the recorded label Y identically, so every strategy makes the same "
         "decisions (same Delta SR in every quarter); they differ only through Y_real "
-        "(FPR, FNR, Acc, profit). Under l_y_b = 4 the counterfactual's model oscillates "
-        "from quarter to quarter and its cumulative profit ends at "
+        "(FPR, FNR, Acc, profit). Under l_y_b = 4 the counterfactual's profit per "
+        "quarter (Q2-Q8, mean over seeds) runs "
+        + ", ".join(
+            f"{v:.0f}" for v in trajectory(df, "l_y_b=4", "counterfactual", "profit").values
+        )
+        + " and its cumulative profit ends at "
         f"{_Table(table)('l_y_b=4', 'counterfactual', 'cumulative_profit'):.0f} "
         "(see the per-quarter figure).",
         "",
-        "## Claims of spec 7.2 (paper's figures)",
+        *before_md,
+        "## The paper's claims (its figures)",
         "",
         f"{n_yes} reproduced, {n_no} not reproduced. The paper's claims are qualitative "
         "(no numbers can be read off its figures); the criteria are ours.",
         "",
         *claim_lines,
         "",
-        "## Pass criteria of spec 7.3 and the profit tension",
+        "## Pass criteria and the profit tension",
         "",
         *spec73_claims(table),
         "",
@@ -1250,7 +1399,7 @@ def main(argv: list[str] | None = None) -> int:
     if not full.empty:
         md += [
             "Every knob combination (3^6 x 5 seeds, pc 0.7, delta 0.05), the strategies that "
-            "ran the whole grid (from `lee2026_fullgrid.csv`):",
+            f"ran the whole grid (from `lee2026_fullgrid.csv`).{_coding_note(full)}",
             "",
             _fullgrid_md(full),
             "",

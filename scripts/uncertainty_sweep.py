@@ -11,6 +11,11 @@ one-CPU Ray task; see :mod:`rllib_fair.uncertainty.sweep` for the grid and the C
     python scripts/uncertainty_sweep.py --strategies naive --seeds 0,20 --out s.csv
     # a tiny grid (tests): one level per knob, small data
     python scripts/uncertainty_sweep.py --levels l_y=0,4 --levels l_m_y=0 ... --dim 400
+    # the same runs with the raw 0/1 group column and the generator's own group labels
+    python scripts/uncertainty_sweep.py ... --group-encoding indicator --disadvantaged-group 1
+
+``--group-encoding`` and ``--disadvantaged-group`` are not written to the CSV: keep runs
+with different values in different files.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import json
 import sys
 
+from rllib_fair.uncertainty.logistic import GROUP_ENCODINGS
 from rllib_fair.uncertainty.loop import QuarterlyConfig
 from rllib_fair.uncertainty.strategies import STRATEGIES
 from rllib_fair.uncertainty.sweep import (
@@ -57,6 +63,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-dedupe", action="store_true", help="full pc x delta cross for all")
     p.add_argument("--limit", type=int, default=None, help="first N configurations only")
     p.add_argument("--dim", type=int, default=None, help="applicants per run (Table 2: 20000)")
+    p.add_argument(
+        "--group-encoding",
+        choices=GROUP_ENCODINGS,
+        default="centered",
+        help="group column of the model: A - 1/2 (default) or the raw 0/1 indicator",
+    )
+    p.add_argument(
+        "--disadvantaged-group",
+        type=int,
+        choices=(0, 1),
+        default=0,
+        help="0: relabel so the biased group is group 0 (default); 1: the generator's labels",
+    )
     p.add_argument("--address", default=None, help="Ray cluster address (default: local)")
     p.add_argument("--num-cpus", type=int, default=None, help="local Ray CPUs")
     p.add_argument("--chunk-size", type=int, default=8, help="configurations per task")
@@ -95,7 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.limit is not None:
         configs = configs[: args.limit]
-    base = QuarterlyConfig() if args.dim is None else QuarterlyConfig().replace(dim=args.dim)
+    base = QuarterlyConfig(
+        group_encoding=args.group_encoding, disadvantaged_group=args.disadvantaged_group
+    )
+    if args.dim is not None:
+        base = base.replace(dim=args.dim)
 
     import ray
 

@@ -41,6 +41,14 @@ def test_validate_messages(changes, needle):
     assert "\n" not in str(err.value)
 
 
+def test_validate_rejects_rllib_evaluation():
+    # Evaluation runners would decide with an unfitted bank (theta = 0): refused.
+    cfg = UncertaintyConfig().evaluation(evaluation_interval=1)
+    with pytest.raises(ValueError, match=r"evaluation_interval=1: invalid; valid: None or 0"):
+        cfg.validate()
+    UncertaintyConfig().evaluation(evaluation_interval=0).validate()
+
+
 def test_validate_rejects_other_envs_and_several_runners():
     with pytest.raises(ValueError, match="env: 'fair/Lending-v0' is invalid"):
         UncertaintyConfig().environment("fair/Lending-v0").validate()

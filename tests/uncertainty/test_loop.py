@@ -179,7 +179,22 @@ def test_claim2_counterfactual_mitigates_measurement_bias_on_y(use_group_feature
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("use_group_feature", [True, False])
+@pytest.mark.parametrize(
+    "use_group_feature",
+    [
+        pytest.param(
+            True,
+            marks=pytest.mark.xfail(
+                reason="finding: with the group column centered (A - 1/2) the counterfactual "
+                "ends below naive at l_m = 2 (seeds 0/20/40: 0.009 vs 0.018); its larger gap "
+                "with the raw 0/1 column came from the coding, which gave the group coded 0 "
+                "fewer loans even without bias",
+                strict=True,
+            ),
+        ),
+        False,
+    ],
+)
 def test_claim3_counterfactual_worst_under_proxy_bias(use_group_feature):
     kw = {"l_m": 2.0, "use_group_feature": use_group_feature}
     cf = _mean("counterfactual", "delta_sr", absolute=True, **kw)

@@ -301,6 +301,13 @@ class UncertaintyConfig(FairnessConfigMixin, AlgorithmConfig):
                 f"{self.num_envs_per_env_runner}: invalid; valid: at most 1 env runner with "
                 "1 env (the bank follows one episode quarter by quarter)"
             )
+        if self.evaluation_interval:
+            raise ValueError(
+                f"evaluation_interval={self.evaluation_interval}: invalid; valid: None or 0 "
+                "(the strategies are judged on the quarters they decide while learning: an "
+                "evaluation episode is a data set the bank never fitted, and evaluation "
+                "runners never receive its model)"
+            )
         if self.strategy not in STRATEGIES:
             raise ValueError(
                 f"strategy: {self.strategy!r} is invalid; valid choices: {', '.join(STRATEGIES)}"

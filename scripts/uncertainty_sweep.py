@@ -83,6 +83,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def base_config(args: argparse.Namespace) -> QuarterlyConfig:
+    """The constants every run of the sweep shares (Table 2's, plus the flags)."""
+    base = QuarterlyConfig(
+        group_encoding=args.group_encoding, disadvantaged_group=args.disadvantaged_group
+    )
+    return base if args.dim is None else base.replace(dim=args.dim)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs the (remaining part of the) sweep; prints a JSON summary on stdout."""
     args = parse_args(argv)
@@ -114,11 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.limit is not None:
         configs = configs[: args.limit]
-    base = QuarterlyConfig(
-        group_encoding=args.group_encoding, disadvantaged_group=args.disadvantaged_group
-    )
-    if args.dim is not None:
-        base = base.replace(dim=args.dim)
+    base = base_config(args)
 
     import ray
 

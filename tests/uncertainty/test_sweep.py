@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +105,17 @@ def test_sweep_writes_tidy_csv_and_resumes(ray_session, tmp_path):
     # A third run does nothing.
     summary = run_sweep(configs, out, base=SMALL, progress=lambda _m: None)
     assert summary["ran"] == 0 and summary["skipped"] == len(configs)
+
+
+def test_sweep_script_group_flags_reach_the_runs():
+    path = Path(__file__).resolve().parents[2] / "scripts" / "uncertainty_sweep.py"
+    spec = importlib.util.spec_from_file_location("uncertainty_sweep_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    default = script.base_config(script.parse_args(["--out", "x.csv"]))
+    assert (default.group_encoding, default.disadvantaged_group) == ("centered", 0)
+    args = ["--out", "x.csv", "--group-encoding", "indicator", "--disadvantaged-group", "1"]
+    base = script.base_config(script.parse_args([*args, "--dim", "400"]))
+    assert (base.group_encoding, base.disadvantaged_group, base.bias.dim) == ("indicator", 1, 400)
+    with pytest.raises(SystemExit):
+        script.parse_args(["--out", "x.csv", "--group-encoding", "pm1"])

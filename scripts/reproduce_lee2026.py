@@ -1191,8 +1191,8 @@ def before_after_md(
         "Every strategy moved, because every strategy trains the same model; naive and "
         "uncertainty-aware moved least.",
         "",
-        f"Bold verdicts in the claims below: {n_old} before, {n_new} after (counting the "
-        "REPRODUCED ones, pass criteria included). Verdicts that changed:",
+        f"REPRODUCED verdicts among the claims and pass criteria below: {n_old} before, "
+        f"{n_new} after. Verdicts that changed:",
         "",
         *(flipped or ["- none"]),
         "",

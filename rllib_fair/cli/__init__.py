@@ -25,7 +25,14 @@ def _parser() -> argparse.ArgumentParser:
         "train", help="run a tuned-example YAML file through Ray Tune", formatter_class=fmt
     )
     t.add_argument("file", help="tuned-example YAML file")
-    t.add_argument("--as-test", action="store_true", help="check pass_criteria; exit 1 if unmet")
+    t.add_argument(
+        "--as-test",
+        action="store_true",
+        help=(
+            "check pass_criteria (all on one iteration, which their budget entry puts at "
+            ">= 80%% of the stop budget); stop a trial there; exit 1 if never met"
+        ),
+    )
     t.add_argument("--stop", action="append", metavar="KEY=VALUE", help="override a stop value")
     t.add_argument(
         "--config", action="append", metavar="KEY=VALUE", help="override a config setting"
@@ -202,6 +209,8 @@ def _cmd_train(args) -> int:
                 num_env_runners=args.num_env_runners,
                 seed=args.seed,
                 storage_path=args.storage_path,
+                source=args.file,
+                as_test=args.as_test,
             )
             for name, spec in specs.items()
         ]

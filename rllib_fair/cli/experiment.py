@@ -9,11 +9,17 @@ File format (RLlib's classic tuned-example layout, one or more experiments)::
       stop: {num_env_steps_sampled_lifetime: 40000}
       config: {lr: 0.0003, fairness_notion: equal_opportunity, ...}
       pass_criteria:                # optional; checked by --as-test
+        num_env_steps_sampled_lifetime: {min: 32000}  # the budget entry: 80-100% of stop
         env_runners/episode_return_mean: {min: 100}
         fairness/equal_opportunity/bias: {max: 0.5}
       checkpoint_config: {checkpoint_at_end: true}
       num_samples: 1
       storage_path: results         # optional; --storage-path overrides
+
+A ``pass_criteria`` block must contain its budget entry: a ``{min: v}`` on the stop's env
+steps or iterations (the same key as in ``stop:``) with v between 80% and 100% of the
+stop value, so that an iteration can only pass once at least 80% of the budget was
+trained (see :func:`budget_criterion`).
 
 A config value may be a grid, ``{grid_search: [v1, v2, ...]}``: one trial per grid
 point, then the SELLF paper's selection rule (Alg. 2) picks one configuration; an
@@ -389,6 +395,76 @@ def _parse_stop(stop: Any) -> dict[str, float]:
             "(or --stop key=value)"
         )
     return out
+
+
+#: The least share of the stop budget an iteration must have trained to pass (the
+#: ``pass_criteria`` budget entry's lowest allowed ``min``).
+PASS_BUDGET_FRACTION = 0.8
+#: Stop keys a budget entry can name (a time budget depends on the machine).
+PASS_BUDGET_KEYS = ("num_env_steps_sampled_lifetime", "training_iteration")
+
+
+def _plain(value: float) -> str:
+    """``150000`` for 150000.0, ``2.4`` for 2.4 (no exponent for budgets)."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def budget_criterion(stop: dict[str, float], criteria: list[Criterion], where: str) -> Criterion:
+    """The pass criterion that proves the budget was trained.
+
+    It is a ``{min: v}`` on a key of ``stop`` among :data:`PASS_BUDGET_KEYS` (env steps
+    or iterations) with ``PASS_BUDGET_FRACTION * stop[key] <= v <= stop[key]``. Since all
+    criteria must hold on one and the same iteration, no iteration before 80% of the
+    budget can pass, and so ``--as-test`` cannot stop a trial there either.
+
+    Args:
+        stop: the parsed stop block (result key -> limit).
+        criteria: the parsed pass criteria.
+        where: what the criteria belong to, for the error (a file and experiment name).
+
+    Raises:
+        ExperimentError: one line naming the key, the value found and the range required.
+    """
+    keys = [k for k in PASS_BUDGET_KEYS if k in stop]
+    if not keys:
+        raise ExperimentError(
+            f"stop: {stop!r} in {where} has no env-step or iteration budget for "
+            "pass_criteria to prove; valid: add num_env_steps_sampled_lifetime or "
+            "training_iteration to stop"
+        )
+    by_metric = {c.metric: c for c in criteria}
+    for key in keys:
+        c = by_metric.get(key)
+        if (
+            c is not None
+            and c.maximum is None
+            and c.minimum is not None
+            and PASS_BUDGET_FRACTION * stop[key] <= c.minimum <= stop[key]
+        ):
+            return c
+    key = next((k for k in keys if k in by_metric), keys[0])
+    found = by_metric.get(key)
+    if found is None:
+        value = "missing"
+    else:
+        bound = {"min": found.minimum, "max": found.maximum}
+        value = repr({k: v for k, v in bound.items() if v is not None})
+    required = " or ".join(
+        f"{k}: {{min: v}} with {_plain(PASS_BUDGET_FRACTION * stop[k])} <= v <= "
+        f"{_plain(stop[k])} ({PASS_BUDGET_FRACTION:.0%} to 100% of stop.{k}: {_plain(stop[k])})"
+        for k in keys
+    )
+    raise ExperimentError(
+        f"pass_criteria.{key}: {value} in {where}; required: the budget entry "
+        f"{required}, so that a pass proves the budget was trained"
+    )
+
+
+def _has_budget(stop: Any) -> bool:
+    """True if a raw stop block names one of :data:`BUDGET_KEYS` (legacy names too)."""
+    if not isinstance(stop, dict):
+        return False
+    return any(LEGACY_RESULT_KEYS.get(k, k) in BUDGET_KEYS for k in stop if isinstance(k, str))
 
 
 def _parse_criteria(block: Any) -> list[Criterion]:
@@ -1003,11 +1079,19 @@ def validate_experiment(
     num_env_runners: int | None = None,
     seed: int | None = None,
     storage_path: str | None = None,
+    source: str | None = None,
+    as_test: bool = False,
 ) -> Experiment:
     """Checks one experiment spec (plus command-line overrides) and builds its config.
 
     Nothing is started or written: the env is built once in this process to check
     ``env_config`` (and closed), and the storage path is only inspected.
+
+    ``pass_criteria`` must contain the budget entry of the spec's own ``stop``
+    (:func:`budget_criterion`); ``source`` (the YAML file) is named in that error. With
+    ``as_test``, the budget entry must also fit the stop after ``stop_overrides``
+    (a ``--stop`` that shrinks or grows the budget would make a pass impossible or
+    prove less than 80% of the budget).
     """
     from rllib_fair.algorithms import get_spec
 
@@ -1133,6 +1217,8 @@ def validate_experiment(
     ):
         for key in keys_:
             _check_metric_key(section, key, cfgs, groups)
+    if criteria:
+        _check_budget_entry(name, spec, parsed_stop, criteria, source=source, as_test=as_test)
     num_samples = spec.get("num_samples", 1)
     if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
         raise ExperimentError(f"num_samples: {num_samples!r} is invalid; valid: an integer >= 1")
@@ -1167,6 +1253,39 @@ def validate_experiment(
         seeds=seeds,
         tune=tune_settings,
     )
+
+
+def _check_budget_entry(
+    name: Any,
+    spec: dict,
+    parsed_stop: dict[str, float],
+    criteria: list[Criterion],
+    *,
+    source: str | None,
+    as_test: bool,
+) -> None:
+    """Requires the budget entry of the file's own stop in the pass criteria.
+
+    With ``as_test`` the entry must also fit the stop after ``--stop`` overrides.
+    """
+    where = f"experiment {str(name)!r}"
+    if source is not None:
+        where = f"FILE {str(source)!r} ({where})"
+    own = parsed_stop
+    if _has_budget(spec.get("stop")):
+        with contextlib.suppress(ExperimentError):  # a bad file value that --stop replaced
+            own = _parse_stop(spec.get("stop"))
+    budget_criterion(own, criteria, where)
+    if as_test and own != parsed_stop:
+        changed = ", ".join(f"{k}={_plain(v)}" for k, v in parsed_stop.items() if own.get(k) != v)
+        try:
+            budget_criterion(parsed_stop, criteria, where)
+        except ExperimentError as e:
+            raise ExperimentError(
+                f"--stop: {changed} with --as-test conflicts with the file's budget entry "
+                f"({e}); valid: a --stop that keeps that entry within "
+                f"{PASS_BUDGET_FRACTION:.0%}-100% of the budget, or no --as-test"
+            ) from None
 
 
 def _built_and_validated(run: str, env: str, env_config: dict, config: dict):

@@ -3,6 +3,14 @@
 One progress line per iteration (iteration, env steps, return, fairness gap, steps/s),
 a final table per experiment, and for ``--as-test`` a check that all pass criteria held
 on one and the same iteration.
+
+``--as-test`` semantics: the pass criteria always contain the budget entry
+(:func:`rllib_fair.cli.experiment.budget_criterion`: env steps or iterations of at least
+80% of the stop budget), so no iteration before that point can pass. A trial stops at
+its budget, or at the first iteration where every criterion holds together (which is
+then at 80-100% of the budget); the verdict is PASSED exactly when such an iteration
+exists, and it names that iteration, which is also the trial's last one (its final row
+and end checkpoint are the passing iteration).
 """
 
 from __future__ import annotations
@@ -17,7 +25,13 @@ from typing import Any
 
 from rllib_fair.cli.compare import finite_number as _num
 from rllib_fair.cli.compare import flatten, read_results
-from rllib_fair.cli.experiment import CONFIG_TRANSLATIONS, Criterion, Experiment, param_space
+from rllib_fair.cli.experiment import (
+    CONFIG_TRANSLATIONS,
+    Criterion,
+    Experiment,
+    budget_criterion,
+    param_space,
+)
 
 RETURN_KEY = "env_runners/episode_return_mean"
 STEPS_KEY = "num_env_steps_sampled_lifetime"
@@ -185,7 +199,11 @@ def _make_stopper(exp: Experiment, as_test: bool):
     criteria = exp.pass_criteria if as_test else []
 
     class Stopper(tune.Stopper):
-        """Stops at the budget, or (with --as-test) as soon as all criteria hold."""
+        """Stops at the budget, or (with --as-test) as soon as all criteria hold.
+
+        The criteria include the budget entry (checked by ``run_experiment``), so they
+        cannot all hold before 80% of the budget.
+        """
 
         def __call__(self, trial_id, result):
             flat = flatten(result)
@@ -286,11 +304,18 @@ def check_resources(exp: Experiment, cluster: dict, nodes: list[dict]) -> str | 
 def run_experiment(
     exp: Experiment, *, as_test: bool, storage_path: str | None, resume: bool = False
 ) -> dict:
-    """Runs one experiment with Tune (or resumes it); returns a summary per trial."""
+    """Runs one experiment with Tune (or resumes it); returns a summary per trial.
+
+    Raises:
+        ExperimentError: with ``as_test``, if the pass criteria lack the budget entry
+            (an ``Experiment`` built in Python without ``validate_experiment``).
+    """
     from ray import tune
 
     from rllib_fair.algorithms import get_algorithm_class
 
+    if as_test and exp.pass_criteria:
+        budget_criterion(exp.stop, exp.pass_criteria, f"experiment {exp.name!r}")
     apply_runtime_defaults(exp)
     exp_dir = experiment_dir(exp, storage_path)
     storage = exp_dir.parent
@@ -646,7 +671,11 @@ def print_side_by_side(done: list[tuple[Experiment, dict]], *, file=None) -> Non
 
 
 def check_pass(exp: Experiment, summary: dict) -> tuple[bool, str]:
-    """Checks --as-test: every trial must meet all criteria on one iteration."""
+    """Checks --as-test: every trial must meet all criteria on one iteration.
+
+    The criteria include the budget entry, so that iteration lies at 80-100% of the
+    budget; with ``--as-test`` the trial stopped there.
+    """
     if not exp.pass_criteria:
         return False, f"{exp.name}: --as-test needs a pass_criteria block in the YAML file"
     failures = []

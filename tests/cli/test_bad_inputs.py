@@ -45,7 +45,11 @@ def spec(**edits) -> dict:
             "num_epochs": 1,
             "model_config": {"fcnet_hiddens": [16]},
         },
-        "pass_criteria": {BIAS_KEY: {"max": 1.0}, RETURN_KEY: {"min": -1000}},
+        "pass_criteria": {
+            BIAS_KEY: {"max": 1.0},
+            RETURN_KEY: {"min": -1000},
+            "training_iteration": {"min": 1},
+        },
     }
     out = copy.deepcopy(base)
     for path, value in edits.items():
@@ -95,13 +99,13 @@ CASES = [
     pytest.param(
         GOOD + "  config: {lr: 0.1}\n",
         [],
-        ["FILE", "line 21", "duplicate key 'config'", "first at line 8"],
+        ["FILE", "line 23", "duplicate key 'config'", "first at line 8"],
         id="dup-config-block",
     ),
     pytest.param(
         GOOD + GOOD,
         [],
-        ["FILE", "line 21", "duplicate key 'exp'", "first at line 1"],
+        ["FILE", "line 23", "duplicate key 'exp'", "first at line 1"],
         id="dup-experiment",
     ),
     pytest.param(
@@ -746,6 +750,68 @@ CASES = [
         ["--as-test"],
         ["pass_criteria", "--as-test"],
         id="flag-as-test-no-criteria",
+    ),
+    # --- the budget entry of pass_criteria ---------------------------------------------
+    pytest.param(
+        spec(pass_criteria={BIAS_KEY: {"max": 1.0}, RETURN_KEY: {"min": -1000}}),
+        [],
+        [
+            "pass_criteria.training_iteration: missing in FILE '",
+            "exp.yaml' (experiment 'exp')",
+            "training_iteration: {min: v} with 0.8 <= v <= 1",
+            "80% to 100% of stop.training_iteration: 1",
+        ],
+        id="criteria-without-budget-entry",
+    ),
+    pytest.param(
+        spec(
+            stop={"num_env_steps_sampled_lifetime": 4000},
+            pass_criteria={BIAS_KEY: {"max": 1.0}, "timesteps_total": {"min": 3000}},
+        ),
+        [],
+        [
+            "pass_criteria.num_env_steps_sampled_lifetime: {'min': 3000.0}",
+            "3200 <= v <= 4000",
+        ],
+        id="criteria-budget-entry-below-80-percent",
+    ),
+    pytest.param(
+        spec(pass_criteria={BIAS_KEY: {"max": 1.0}, "training_iteration": {"min": 2}}),
+        [],
+        ["pass_criteria.training_iteration: {'min': 2.0}", "0.8 <= v <= 1"],
+        id="criteria-budget-entry-above-the-stop",
+    ),
+    pytest.param(
+        spec(pass_criteria={BIAS_KEY: {"max": 1.0}, "training_iteration": {"max": 1}}),
+        [],
+        ["pass_criteria.training_iteration: {'max': 1.0}", "{min: v}"],
+        id="criteria-budget-entry-a-max",
+    ),
+    pytest.param(
+        spec(
+            stop={"time_total_s": 60},
+            pass_criteria={BIAS_KEY: {"max": 1.0}, "time_total_s": {"min": 50}},
+        ),
+        [],
+        ["stop: {'time_total_s': 60.0}", "no env-step or iteration budget", "training_iteration"],
+        id="criteria-time-budget-only",
+    ),
+    pytest.param(
+        spec(stop={"training_iteration": 10}, pass_criteria__training_iteration={"min": 8}),
+        ["--as-test", "--stop", "training_iteration=2"],
+        [
+            "--stop: training_iteration=2 with --as-test",
+            "pass_criteria.training_iteration: {'min': 8.0}",
+            "1.6 <= v <= 2",
+            "or no --as-test",
+        ],
+        id="flag-stop-as-test-below-budget-entry",
+    ),
+    pytest.param(
+        spec(stop={"training_iteration": 10}, pass_criteria__training_iteration={"min": 8}),
+        ["--as-test", "--stop", "training_iteration=100"],
+        ["--stop: training_iteration=100 with --as-test", "80 <= v <= 100"],
+        id="flag-stop-as-test-budget-grown",
     ),
 ]
 

@@ -30,6 +30,7 @@ NOTION = "equal_opportunity"
 BIAS_KEY = f"fairness/{NOTION}/bias"
 RETURN_KEY = "env_runners/episode_return_mean"
 STEPS_KEY = "num_env_steps_sampled_lifetime"
+ITER_KEY = "training_iteration"
 TB_BIAS_TAG = f"ray/tune/{BIAS_KEY}"
 BATCH = 400  # env steps per iteration of the tiny spec
 
@@ -59,7 +60,7 @@ def tiny_spec() -> dict:
             "num_epochs": 1,
             "model_config": {"fcnet_hiddens": [16]},
         },
-        "pass_criteria": {BIAS_KEY: {"max": 1.0}, STEPS_KEY: {"min": 1}},
+        "pass_criteria": {BIAS_KEY: {"max": 1.0}, STEPS_KEY: {"min": 1}, ITER_KEY: {"min": 2}},
         "checkpoint_config": {"checkpoint_at_end": True},
     }
 
@@ -376,7 +377,8 @@ def test_bad_input_cases_differ_from_a_valid_file(tmp_path, results, capsys, no_
         tmp_path / "exp.yaml",
         changed(
             (("config", "fairness_notion"), "demographic_parity"),
-            (("pass_criteria",), {"fairness/demographic_parity/bias": {"max": 1.0}}),
+            (("pass_criteria", BIAS_KEY), DELETE),
+            (("pass_criteria", "fairness/demographic_parity/bias"), {"max": 1.0}),
         ),
     )
     with pytest.raises(AssertionError, match="before Ray or Tune start"):
@@ -646,7 +648,7 @@ def test_train_overrides_take_effect(tmp_path, ray_session, capsys):
 @pytest.mark.ray
 def test_as_test_failure_reports_best_values(tmp_path, ray_session, capsys):
     spec = changed(
-        (("pass_criteria",), {RETURN_KEY: {"min": 1e9}, BIAS_KEY: {"max": 1.0}}),
+        (("pass_criteria",), {RETURN_KEY: {"min": 1e9}, BIAS_KEY: {"max": 1.0}, ITER_KEY: 2}),
         (("checkpoint_config", "checkpoint_at_end"), False),
     )
     path = write_yaml(tmp_path / "exp.yaml", spec)
@@ -671,16 +673,54 @@ def test_as_test_failure_reports_best_values(tmp_path, ray_session, capsys):
 
 
 @pytest.mark.ray
-def test_as_test_stops_once_all_criteria_hold(tmp_path, ray_session, capsys):
-    """Criteria that hold on iteration 1 end the trial there, before the budget of 3."""
-    spec = changed((("stop", "training_iteration"), 3), (("checkpoint_config",), DELETE))
+def test_as_test_passes_only_within_the_budget(tmp_path, ray_session, capsys):
+    """Criteria that hold from iteration 1 do not pass before the budget entry holds.
+
+    Budget 5 iterations, budget entry training_iteration >= 4 (80%): the trial runs
+    iterations 1-4 and stops at 4, the first iteration where every criterion holds,
+    which the verdict names and which is the trial's last row.
+    """
+    spec = changed(
+        (("stop", ITER_KEY), 5),
+        (("pass_criteria", ITER_KEY), {"min": 4}),
+        (("checkpoint_config",), DELETE),
+    )
     path = write_yaml(tmp_path / "exp.yaml", spec)
     storage = tmp_path / "results"
     rc, out, err = train([str(path), "--as-test", "--storage-path", str(storage)], capsys)
     assert rc == 0, out + err
-    assert [int(m["iter"]) for m in progress(out)] == [1]
-    assert [r["training_iteration"] for r in result_lines(trial_dir(storage))] == [1]
-    assert any(line.endswith("at iteration(s) 1") for line in out.splitlines())
+    results = result_lines(trial_dir(storage))
+    # the other criteria already held on iteration 1
+    assert results[0]["fairness"][NOTION]["bias"] <= 1.0
+    assert results[0][STEPS_KEY] >= 1
+    assert [int(m["iter"]) for m in progress(out)] == [1, 2, 3, 4]
+    assert [r["training_iteration"] for r in results] == [1, 2, 3, 4]
+    (passed,) = [line for line in out.splitlines() if "PASSED" in line]
+    assert f"{ITER_KEY} >= 4" in passed and passed.endswith("at iteration(s) 4")
+
+
+def test_runner_refuses_as_test_without_the_budget_entry(tmp_path, monkeypatch):
+    """An Experiment built without validation cannot pass --as-test on an early iteration."""
+    import dataclasses
+
+    from ray import tune
+
+    from rllib_fair.cli.experiment import ExperimentError, validate_experiment
+    from rllib_fair.cli.runner import run_experiment
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("Tune must not start")
+
+    monkeypatch.setattr(tune, "Tuner", forbidden)
+    exp = validate_experiment("exp", tiny_spec())
+    early = [c for c in exp.pass_criteria if c.metric != ITER_KEY]
+    exp = dataclasses.replace(exp, pass_criteria=early)
+    with pytest.raises(ExperimentError) as err:
+        run_experiment(exp, as_test=True, storage_path=str(tmp_path))
+    msg = str(err.value)
+    assert msg.startswith(f"pass_criteria.{ITER_KEY}: missing in experiment 'exp'")
+    assert f"{ITER_KEY}: {{min: v}} with 1.6 <= v <= 2 (80% to 100% of stop.{ITER_KEY}: 2)" in msg
+    assert "\n" not in msg
 
 
 @pytest.mark.ray

@@ -6,7 +6,11 @@ every variant alike:
 * ``PPO``     rllib-fair's G-PPO (RLlib PPO + fairness metrics/columns), whole episodes;
 * ``PPO-KL``  the paper's PPO (clip + fixed KL 1.5; the PPO-C classes with both weights 0);
 * ``PPO-C``   Eq. 2 (beta_C = 0.65);
-* ``PPO-Cb``  Eq. 5 (beta_C = 0.65, beta_Lambda = 1).
+* ``PPO-Cb``  Eq. 5 (beta_C = 0.65, beta_Lambda = 1);
+* ``F-PPO-L`` the baseline with the reference's distance (the debiased Sinkhorn
+  divergence, computed per step on the env runner), and ``F-PPO-L/s`` the same with the
+  sorted-count W1 (``w1_form: sorted_counts``), which costs next to nothing: their ratio
+  is the Sinkhorn divergence's share of the run.
 
 All with the paper's schedule (one 500-step episode per iteration, 10 epochs x 10
 minibatches of 50; network ``--hidden``). Prints env steps per second of whole training
@@ -35,6 +39,8 @@ VARIANTS = {
     "PPO-KL": ("PPOKL", {}),
     "PPO-C": ("PPOC", {"beta_c": 0.65}),
     "PPO-Cb": ("PPOCb", {"beta_c": 0.65, "beta_lambda": 1.0}),
+    "F-PPO-L": ("FPPOL", {}),
+    "F-PPO-L/s": ("FPPOL", {"w1_form": "sorted_counts"}),
 }
 
 
@@ -80,10 +86,10 @@ def main(argv=None) -> int:
             steps[label] += int(result["env_runners"]["num_env_steps_sampled"])
     base = steps["PPO"] / secs["PPO"]
     print(f"fair/LendingDrift-v0 setting {args.setting}, hidden {args.hidden}, {args.iters} iters")
-    print(f"{'variant':<8} {'env steps/s':>12} {'ratio to PPO':>13}")
+    print(f"{'variant':<10} {'env steps/s':>12} {'ratio to PPO':>13}")
     for label in algos:
         rate = steps[label] / secs[label]
-        print(f"{label:<8} {rate:12.1f} {rate / base:12.2f}x")
+        print(f"{label:<10} {rate:12.1f} {rate / base:12.2f}x")
     for algo in algos.values():
         algo.stop()
     ray.shutdown()

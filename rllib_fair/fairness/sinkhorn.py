@@ -74,10 +74,21 @@ def _cost(u: np.ndarray, v: np.ndarray, p: int) -> np.ndarray:
 
 
 def _softmin(eps: np.ndarray, cost: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """``f[b, i] = -eps_b log sum_j exp(h[b, j] - C[j, b, i] / eps_b)``, with a max shift."""
-    z = h.T[:, :, None] - cost / eps[None, :, None]
+    """``f[b, i] = -eps_b log sum_j exp(h[b, j] - C[j, b, i] / eps_b)``, with a max shift.
+
+    In place on one work array (this loop is the whole cost of the module); ``C / eps``
+    is taken as ``C * (1 / eps)``, which moves values by about one unit in the last place.
+    """
+    z = cost * (-1.0 / eps)[None, :, None]
+    z += h.T[:, :, None]
     m = z.max(axis=0)
-    return -eps[:, None] * (np.log(np.exp(z - m).sum(axis=0)) + m)
+    z -= m
+    np.exp(z, out=z)
+    out = z.sum(axis=0)
+    np.log(out, out=out)
+    out += m
+    out *= -eps[:, None]
+    return out
 
 
 def _check(name: str, value: Any, ok: bool, valid: str) -> None:

@@ -612,3 +612,21 @@ def test_fppol_dw_is_the_change_of_the_references_sinkhorn_over_300_applicants()
     assert h[299:].sum(axis=(1, 2)).tolist() == [300.0] * 121
     w = np.array([sinkhorn_divergence_1d(h[t, 0], h[t, 1]) for t in range(420)])
     np.testing.assert_allclose(got, np.diff(np.r_[0.0, w]), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "match"),
+    [
+        ("w1_form", "sinkhorn", "w1_form: 'sinkhorn' is invalid; valid choices: reference, "),
+        ("w1_window", 0, "w1_window: 0 is invalid"),
+        ("w1_p", 3, "w1_p: 3 is invalid; valid choices: 1, 2"),
+        ("w1_blur", 0.0, "w1_blur: 0.0 is invalid"),
+        ("w1_scaling", 1.0, r"w1_scaling: 1.0 is invalid; valid: a number in \(0, 1\)"),
+    ],
+)
+def test_fppol_distance_settings_are_one_line_errors(key, value, match):
+    from rllib_fair.algorithms.ppoc.fppol import FPPOLConfig
+
+    cfg = FPPOLConfig().environment("fair/LendingDrift-v0").training(**{key: value})
+    with pytest.raises(ValueError, match=match):
+        cfg.validate()

@@ -16,6 +16,9 @@
   relaxed / Lagrangian rewards, regret and distortion of the replicator population (Yin
   et al. 2023); :mod:`~rllib_fair.fairness.replicator_dp`: its exact constrained optimum
   by backward DP (``lagrangian_dp_values``, ``constrained_optimum``).
+* :mod:`~rllib_fair.fairness.qualification`: qualification gain, its causal decomposition
+  and benefit fairness (Lear & Zhang 2025); :mod:`~rllib_fair.fairness.sinkhorn`: the
+  debiased Sinkhorn divergence between 1-D point clouds that F-PPO-L's reference uses.
 """
 
 from rllib_fair.fairness import (

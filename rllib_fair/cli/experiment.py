@@ -435,11 +435,12 @@ def budget_criterion(stop: dict[str, float], criteria: list[Criterion], where: s
     by_metric = {c.metric: c for c in criteria}
     for key in keys:
         c = by_metric.get(key)
+        low = PASS_BUDGET_FRACTION * stop[key]  # 0.8 * 3 is 2.4000000000000004 in floats
         if (
             c is not None
             and c.maximum is None
             and c.minimum is not None
-            and PASS_BUDGET_FRACTION * stop[key] <= c.minimum <= stop[key]
+            and low - 1e-9 * abs(low) <= c.minimum <= stop[key]
         ):
             return c
     key = next((k for k in keys if k in by_metric), keys[0])

@@ -1074,3 +1074,28 @@ def test_console_entry_point_runs_no_code_from_yaml(content, needle, tmp_path):
         "evil.py",
         "exp.yaml",
     ]
+
+
+@pytest.mark.parametrize(
+    ("stop", "minimum", "ok"),
+    [
+        (3, 2.4, True),  # 0.8 * 3 is 2.4000000000000004 in floats: the bound is inclusive
+        (3, 3, True),
+        (3, 2.39, False),
+        (3, 3.01, False),
+        (150000, 120000, True),
+        (150000, 119999, False),
+        (24, 19.2, True),
+        (24, 19.1, False),
+    ],
+)
+def test_budget_entry_bounds_are_inclusive(stop, minimum, ok):
+    from rllib_fair.cli.experiment import Criterion, budget_criterion
+
+    crit = Criterion("training_iteration", minimum)
+    others = [Criterion(BIAS_KEY, None, 0.5)]
+    if ok:
+        assert budget_criterion({"training_iteration": stop}, [*others, crit], "x") is crit
+    else:
+        with pytest.raises(ExperimentError, match=r"^pass_criteria\.training_iteration: "):
+            budget_criterion({"training_iteration": stop}, [*others, crit], "x")

@@ -202,6 +202,7 @@ class FairEnvRunner(SingleAgentEnvRunner):
 
     @override(SingleAgentEnvRunner)
     def make_env(self) -> None:
+        """RLlib's env creation; the new env gets its seed at its first reset."""
         super().make_env()
         self._fair_env_builds = getattr(self, "_fair_env_builds", 0) + 1
         self._fair_env_seeded = False

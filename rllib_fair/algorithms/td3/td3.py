@@ -125,6 +125,9 @@ class TD3Config(FairnessConfigMixin, SACConfig):
         self.replay_buffer_config = {"type": "EpisodeReplayBuffer", "capacity": int(1e6)}
         # TD3 needs no fairness columns; the fast path bypasses the learner connector.
         self.fairness_columns = False
+        # SAC's default 1 s minimum per iteration made an iteration's steps depend on the
+        # wall clock, so a seeded run was not reproducible; iterations end on steps only.
+        self.min_time_s_per_iteration = 0
 
     def training(
         self,

@@ -22,11 +22,19 @@ greedy rollouts of the final plan and of Myopic-Fair from the 16 initial states.
 ``<name>_fig2a.png``, ``<name>_fig3.png``, ``<name>_fig1.png``, ``<name>_figs.csv``
 (one row per training episode) and ``<name>_figs.md`` (numbers and the claims).
 
+``--lucbfair-binding`` runs the setting where L-UCBFair's constraint binds
+(:mod:`rllib_fair.algorithms.lucbfair.binding`; numpy core, no Ray): per seed L-UCBFair,
+the same run with ``xi = 0`` and uniform random thresholds, over the last ``--last``
+of ``--episodes`` training episodes. Outputs ``<name>.csv`` (one row per seed) and
+``<name>.md`` (mean +- 95% CI over seeds, and the rows).
+
 Usage::
 
     python scripts/reproduce_yin2023.py --steps 20000 --seeds 0 1 --out docs/results
     python scripts/reproduce_yin2023.py --lucbfair-figs --episodes 500 --seeds 0 \
         --name lucbfair --out docs/results
+    python scripts/reproduce_yin2023.py --lucbfair-binding --episodes 150 --last 30 \
+        --seeds 0 1 2 3 4 5 6 7 --name lucbfair_binding_k150 --out docs/results
 """
 
 from __future__ import annotations
@@ -612,6 +620,90 @@ def lucbfair_figures(episodes: int, seed: int, out: Path, name: str, command: st
     return text
 
 
+#: Columns of the binding table: (label, compare() keys of L-UCBFair, xi = 0, uniform).
+BINDING_COLUMNS = (
+    ("squared DP per step", "disparity"),
+    ("loss per step", "loss"),
+    ("realised sum_h g_h", "return_g"),
+)
+
+
+def ci95(values) -> tuple[float, float]:
+    """Mean and the half-width of its 95% t-interval over seeds (0 for one seed)."""
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2:
+        return float(v.mean()), 0.0
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return float(v.mean()), float(half)
+
+
+def lucbfair_binding(
+    episodes: int, last: int, seeds: list[int], out: Path, name: str, command: str
+) -> str:
+    """The binding-constraint comparison on every seed; writes ``<name>.csv`` / ``.md``."""
+    from rllib_fair.algorithms.lucbfair.binding import BINDING, HORIZON, compare
+
+    rows = []
+    for seed in seeds:
+        rows.append(compare(seed, episodes, last))
+        print(f"seed {seed}: {rows[-1]['seconds']:.1f} s", flush=True)
+    write_csv(rows, out / f"{name}.csv")
+
+    def cell(key: str) -> str:
+        m, h = ci95([r[key] for r in rows])
+        return f"{m:.3f} +- {h:.3f}"
+
+    b = BINDING
+    lines = [
+        f"# L-UCBFair where the constraint binds: K = {episodes}, last {last} episodes",
+        "",
+        f"Command: `{command}` (numpy core, no Ray; {sum(r['seconds'] for r in rows):.0f} s).",
+        "",
+        f"Setting: `fair/Replicator-v0` defaults (loss 1 - tp, squared DP, threshold range "
+        f"(-4, 4)), H = {HORIZON}, learned feature map `replicator_features.npz`, ridge "
+        f"{b['ridge']}, beta {b['beta']}, alpha {b['alpha']}, xi {b['xi']}, eta {b['eta']}, "
+        f"b = {b['threshold']:g}. Seeds {', '.join(map(str, seeds))}: episode k of seed s "
+        f"resets with `seed=1000 s + k`, actions draw from `default_rng(s)`; the xi = 0 run "
+        f"uses the same seeds; uniform random thresholds (`default_rng([s, 1])`) start from "
+        f"the initial states of the last {last} training episodes. Every number is a mean "
+        f"over the last {last} episodes; the table gives mean +- 95% CI (t) over seeds.",
+        "",
+        "| quantity | L-UCBFair (xi = 2) | same run, xi = 0 | uniform random thresholds |",
+        "|---|---|---|---|",
+    ]
+    for label, key in BINDING_COLUMNS:
+        lines.append(
+            f"| {label} | {cell(key + '_fair')} | {cell(key + '_free')} | "
+            f"{cell(key + '_uniform')} |"
+        )
+    lines.append(
+        f"| dual variable Y (mean; min over the last {last}) | {cell('Y_mean')}; "
+        f"{cell('Y_min_last')} | 0 | - |"
+    )
+    lines += [
+        "",
+        "Per seed (L-UCBFair / xi = 0 / uniform):",
+        "",
+        "| seed | mean Y | min Y | max Y | squared DP | loss | sum g |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        trio = [
+            " / ".join(f"{r[f'{k}_{n}']:.3f}" for n in ("fair", "free", "uniform"))
+            for _, k in BINDING_COLUMNS
+        ]
+        lines.append(
+            f"| {r['seed']} | {r['Y_mean']:.2f} | {r['Y_min_last']:.2f} | {r['Y_max']:.2f} | "
+            + " | ".join(trio)
+            + " |"
+        )
+    text = "\n".join(lines) + "\n"
+    (out / f"{name}.md").write_text(text)
+    return text
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=20000, help="training env steps per run")
@@ -635,8 +727,22 @@ def main() -> None:
         action="store_true",
         help="L-UCBFair's Figs. 2 (a), 3 and 1 (synthetic, numpy core, no Ray) instead",
     )
-    p.add_argument("--episodes", type=int, default=500, help="K for --lucbfair-figs")
+    p.add_argument(
+        "--lucbfair-binding",
+        action="store_true",
+        help="L-UCBFair where its constraint binds vs xi = 0 and uniform thresholds (numpy)",
+    )
+    p.add_argument(
+        "--episodes", type=int, default=500, help="K for --lucbfair-figs / --lucbfair-binding"
+    )
+    p.add_argument("--last", type=int, default=30, help="final episodes for --lucbfair-binding")
     args = p.parse_args()
+    if args.lucbfair_binding:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        command = "python scripts/reproduce_yin2023.py " + " ".join(sys.argv[1:])
+        print(lucbfair_binding(args.episodes, args.last, args.seeds, out, args.name, command))
+        return
     if args.lucbfair_figs:
         import torch
 

@@ -76,12 +76,24 @@ def test_trains_round_trips_and_agrees_with_the_numpy_core(ray_session, tmp_path
     from rllib_fair.algorithms.lucbfair.features import make_feature_map
     from rllib_fair.algorithms.lucbfair.lucbfair import LUCBFair
 
-    algo = _config().build_algo()
+    algo = _config().reporting(metrics_num_episodes_for_smoothing=2).build_algo()
     try:
+        per_episode = []
         for i in range(3):
             result = algo.train()
             assert "env_runners" in result
             assert result["lucbfair"]["episodes"] == i + 1
+            own = result["lucbfair"]
+            per_episode.append(
+                (own["episode_loss_mean"], own["episode_disparity_mean"], own["Y_used"])
+            )
+        # env_runners/lucbfair/*_smoothed: means over the last 2 episodes (the window)
+        smoothed = result["env_runners"]["lucbfair"]
+        expected = np.mean(per_episode[-2:], axis=0)
+        for j, key in enumerate(("loss_mean_smoothed", "disparity_mean_smoothed")):
+            assert smoothed[key] == pytest.approx(expected[j], rel=1e-12), key
+        assert smoothed["Y_used_smoothed"] == pytest.approx(expected[2], rel=1e-12, abs=1e-15)
+        assert per_episode[-1][0] != per_episode[-2][0]  # a window of one would differ
         assert result["learners"]["__all_modules__"]["num_env_steps_trained"] == 30
         for key in ("Y", "V_g1", "episode_loss_mean", "distortion_cum", "regret_cum"):
             assert math.isfinite(result["lucbfair"][key])
@@ -119,6 +131,9 @@ def test_trains_round_trips_and_agrees_with_the_numpy_core(ray_session, tmp_path
         restored = LUCBFair.from_checkpoint(path)
         try:
             assert restored.core.episodes == 3 and restored.core.dual == algo.core.dual
+            # the smoothing window (the last 2 episodes) travels with the checkpoint
+            np.testing.assert_array_equal(restored._recent, algo._recent)
+            assert restored._recent.shape == (2, 3)
             a, b = algo.train()["lucbfair"], restored.train()["lucbfair"]
             for key in ("Y", "V_g1", "episode_return_r", "final_q_mean", "regret_cum"):
                 assert a[key] == b[key], key

@@ -24,11 +24,15 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 FEATURE_MAPS: tuple[str, ...] = ("rbf", "tabular", "learned")
+#: Folder of the learned maps shipped with the package (``replicator_features.npz``:
+#: fitted on ``fair/Replicator-v0`` with its default env_config).
+SHIPPED_DIR = Path(__file__).resolve().parent
 
 
 def region_grid(
@@ -150,9 +154,33 @@ def learned_forward(params: dict[str, np.ndarray], states: np.ndarray, actions: 
     return e / e.sum(axis=1, keepdims=True)
 
 
-def load_learned(path: str) -> dict[str, np.ndarray]:
-    """Weights ``W0, b0, ...`` of a learned map from its ``.npz``."""
-    with np.load(path) as data:
+def resolve_learned_path(path: Any) -> Path:
+    """The ``.npz`` of a learned map: ``path``, or the shipped file of that name.
+
+    ``path`` itself if that file exists, otherwise a file of that name shipped with the
+    package (:data:`SHIPPED_DIR`), so a tuned example can name
+    ``replicator_features.npz`` from any working directory.
+
+    Raises:
+        ValueError: neither file exists (one line naming both places).
+    """
+    given = Path(str(path)).expanduser()
+    if given.is_file():
+        return given
+    shipped = SHIPPED_DIR / given.name
+    if given.name and shipped.is_file():
+        return shipped
+    valid = ", ".join(sorted(p.name for p in SHIPPED_DIR.glob("*.npz"))) or "none shipped"
+    raise ValueError(
+        f"feature_kwargs.path: {str(path)!r} is invalid (no such file, nor in {SHIPPED_DIR}); "
+        f"valid: an existing .npz written by scripts/train_lucbfair_features.py or a shipped "
+        f"map ({valid})"
+    )
+
+
+def load_learned(path: Any) -> dict[str, np.ndarray]:
+    """Weights ``W0, b0, ...`` of a learned map from its ``.npz`` (:func:`resolve_learned_path`)."""
+    with np.load(resolve_learned_path(path)) as data:
         return {k: np.asarray(data[k], dtype=np.float64) for k in data.files if k[0] in "Wb"}
 
 
@@ -170,7 +198,8 @@ def make_feature_map(spec: Any = "rbf", **kwargs: Any) -> FeatureMap:
     """Builds a :class:`FeatureMap` from a name, a dotted path or a callable.
 
     Keyword arguments (the config's ``feature_kwargs``): ``rbf``: ``centres``, ``sigma``;
-    ``tabular``: ``state_cells``, ``half_width``; ``learned``: ``path`` (the ``.npz``).
+    ``tabular``: ``state_cells``, ``half_width``; ``learned``: ``path`` (the ``.npz``; a
+    bare name such as ``replicator_features.npz`` also finds the shipped file).
     """
     if spec == "rbf":
         centres = tuple(kwargs.get("centres", (0.125, 0.375, 0.625, 0.875)))

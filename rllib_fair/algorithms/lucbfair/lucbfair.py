@@ -66,6 +66,10 @@ from rllib_fair.rllib.config import FairnessConfigMixin
 __all__ = ["LUCBFair", "LUCBFairConfig", "LUCBFairRLModule", "NoOpLearner"]
 
 _STATE_KEY = "lucbfair_core"
+#: ``env_runners/lucbfair/<key>``: means over the last ``metrics_num_episodes_for_smoothing``
+#: sampled episodes of the per-step loss, the per-step squared disparity and the dual
+#: variable the episodes' plan used.
+SMOOTHED_KEYS = ("loss_mean_smoothed", "disparity_mean_smoothed", "Y_used_smoothed")
 
 
 class LUCBFairRLModule(TorchRLModule):
@@ -428,6 +432,8 @@ class LUCBFair(Algorithm):
         )
         self._distortion_sum = 0.0
         self._trained_lifetime = 0
+        # (loss, disparity, Y used) of the last `metrics_num_episodes_for_smoothing` episodes
+        self._recent = np.zeros((0, 3))
         self.regret = self._regret_tracker()
         self._push()
 
@@ -549,6 +555,22 @@ class LUCBFair(Algorithm):
             ("plan_time_s", plan_s),
         ):
             self.metrics.log_value(("lucbfair", key), value, window=1)
+        # Means over the last `metrics_num_episodes_for_smoothing` sampled episodes of
+        # their per-step loss and squared disparity (the paper's L and D) and of the dual
+        # variable their plan used (> 0: the constraint binds), so a pass criterion bounds
+        # the trend of the last episodes, not one episode (with one episode per iteration,
+        # env_runners/episode_return_mean and fairness/... are that one episode's values).
+        new = np.column_stack(
+            [
+                arr["loss"].mean(axis=1),
+                arr["disparity"].mean(axis=1),
+                np.full(len(arr["loss"]), info["Y_used"]),
+            ]
+        )
+        window = max(1, int(cfg.metrics_num_episodes_for_smoothing))
+        self._recent = np.concatenate([self._recent, new])[-window:]
+        for key, value in zip(SMOOTHED_KEYS, self._recent.mean(axis=0)):
+            self.metrics.log_value((ENV_RUNNER_RESULTS, "lucbfair", key), float(value), window=1)
 
     # ------------------------------------------------------------ checkpoints
     def get_state(self, components=None, *, not_components=None, **kwargs):
@@ -557,6 +579,7 @@ class LUCBFair(Algorithm):
         state[_STATE_KEY] = self.core.get_state()
         state[_STATE_KEY]["distortion_sum"] = self._distortion_sum
         state[_STATE_KEY]["trained_lifetime"] = self._trained_lifetime
+        state[_STATE_KEY]["recent"] = self._recent.copy()
         if self.regret is not None:
             state[_STATE_KEY]["regret"] = self.regret.get_state()
         return state
@@ -568,6 +591,7 @@ class LUCBFair(Algorithm):
             self.core.set_state(state[_STATE_KEY])
             self._distortion_sum = float(state[_STATE_KEY].get("distortion_sum", 0.0))
             self._trained_lifetime = int(state[_STATE_KEY].get("trained_lifetime", 0))
+            self._recent = np.asarray(state[_STATE_KEY].get("recent", np.zeros((0, 3))))
             if self.regret is not None:
                 self.regret.set_state(state[_STATE_KEY].get("regret", {}))
             self._push()

@@ -81,6 +81,31 @@ def test_shipped_learned_map():
         assert float(data["r2_r"]) > 0.9 and float(data["r2_g"]) > 0.9
 
 
+def test_learned_map_path_finds_the_shipped_file(tmp_path, monkeypatch):
+    """A bare file name finds the shipped map from any working directory (tuned examples)."""
+    from pathlib import Path
+
+    import rllib_fair.algorithms.lucbfair as pkg
+    from rllib_fair.algorithms.lucbfair.features import resolve_learned_path
+
+    monkeypatch.chdir(tmp_path)
+    shipped = Path(pkg.__file__).parent / "replicator_features.npz"
+    assert resolve_learned_path("replicator_features.npz") == shipped
+    states, actions = np.random.default_rng(1).random((4, 2)), np.full((4, 2), 0.3)
+    by_name = make_feature_map("learned", path="replicator_features.npz")(states, actions)
+    by_path = make_feature_map("learned", path=str(shipped))(states, actions)
+    np.testing.assert_array_equal(by_name, by_path)
+    # a file in the working directory takes precedence over the shipped one
+    np.savez(tmp_path / "replicator_features.npz", W0=np.ones((4, 3)), b0=np.zeros(3))
+    assert resolve_learned_path("replicator_features.npz") == Path("replicator_features.npz")
+    assert make_feature_map("learned", path="replicator_features.npz").dim == 3
+    with pytest.raises(ValueError) as err:
+        make_feature_map("learned", path="missing.npz")
+    msg = str(err.value)
+    assert msg.startswith("feature_kwargs.path: 'missing.npz' is invalid") and "\n" not in msg
+    assert "replicator_features.npz" in msg  # the valid choices
+
+
 # ------------------------------------------------------------------ item 13: tiny linear MDP
 def _tiny_mdp(seed):
     rng = np.random.default_rng(seed)

@@ -54,7 +54,7 @@ def check_binding(row: dict) -> None:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_constraint_binds_and_lowers_disparity_small_budget(seed):
-    """K = 150 episodes, last 30; about 1-2 s per seed (up to ~20 s on a loaded machine).
+    """K = 150 episodes, last 30; about 3.5 s of CPU per seed (~15 s wall on a loaded machine).
 
     Measured (Y mean; squared DP L-UCBFair / xi = 0 / uniform; loss likewise):
     seed 0: 0.39; 0.127 / 0.219 / 0.350; 0.594 / 0.571 / 0.727;

@@ -414,7 +414,7 @@ def test_yaml_scientific_notation_and_legacy_keys_are_understood(tmp_path):
     from rllib_fair.cli.experiment import load_experiments, parse_overrides, validate_experiment
 
     text = yaml.safe_dump({"exp": changed((("pass_criteria",), DELETE))}, sort_keys=False)
-    text += "  pass_criteria:\n    episode_reward_mean: {min: 1e9}\n"
+    text += "  pass_criteria:\n    episode_reward_mean: {min: 1e9}\n    training_iteration: 2\n"
     text = text.replace("num_epochs: 1", "num_epochs: 1\n    lr: 5e-5\n    lambda: 0.9")
     path = write_yaml(tmp_path / "exp.yaml", text)
     specs = load_experiments(path)
@@ -431,8 +431,9 @@ def test_yaml_scientific_notation_and_legacy_keys_are_understood(tmp_path):
     assert exp.config.seed == 7
     assert exp.config.num_env_runners == 0
     assert exp.stop == {"training_iteration": 2.0, STEPS_KEY: 800.0}
-    (crit,) = exp.pass_criteria
+    crit, budget = exp.pass_criteria
     assert (crit.metric, crit.minimum, crit.maximum) == (RETURN_KEY, 1e9, None)
+    assert (budget.metric, budget.minimum, budget.maximum) == (ITER_KEY, 2.0, None)
 
 
 # ----------------------------------------------------------------------------- listings

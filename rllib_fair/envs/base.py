@@ -18,6 +18,7 @@ Nothing here imports ray or torch.
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -155,6 +156,41 @@ class FairEnvMixin:
 
 
 # ----------------------------------------------------------------------------- checks
+
+
+def snapshot_envs(envs: Sequence[Any]) -> bytes:
+    """The state of unwrapped envs (every attribute, random generators included), pickled.
+
+    :func:`restore_envs` puts it into other instances of the same envs, which then reset
+    and step exactly as the originals would (``tests/envs/test_env_state_snapshot.py``).
+    """
+    return pickle.dumps([vars(env) for env in envs])
+
+
+def restore_envs(envs: Sequence[Any], snapshot: bytes) -> None:
+    """Sets each env's attributes from :func:`snapshot_envs` of envs of the same kind.
+
+    An array attribute whose shape and dtype match is overwritten in place, so views an
+    env keeps into its own arrays (an observation buffer's per-node slice) stay views;
+    every other attribute is replaced.
+    """
+    saved = pickle.loads(snapshot)
+    if len(saved) != len(envs):
+        raise ValueError(f"env snapshot: {len(saved)} envs saved, {len(envs)} to restore")
+    for env, values in zip(envs, saved, strict=True):
+        attributes = vars(env)
+        for key, value in values.items():
+            current = attributes.get(key)
+            if (
+                isinstance(current, np.ndarray)
+                and isinstance(value, np.ndarray)
+                and current.shape == value.shape
+                and current.dtype == value.dtype
+                and current.flags.writeable
+            ):
+                np.copyto(current, value)
+            else:
+                attributes[key] = value
 
 
 def _fmt(value: Any) -> str:

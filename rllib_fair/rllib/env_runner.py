@@ -63,6 +63,7 @@ from ray.rllib.utils.metrics import (
 )
 from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
+from rllib_fair.envs.base import restore_envs, snapshot_envs
 from rllib_fair.rllib.lean import (
     FusedDiscreteActionsToEnv,
     FusedFlatObsToModule,
@@ -173,6 +174,10 @@ def _defines(callback, name: str) -> bool:
     return getattr(type(callback), name, None) is not getattr(RLlibCallback, name)
 
 
+#: Key of the envs' state in a :class:`FairEnvRunner`'s ``get_state`` (checkpoints).
+FAIR_ENV_STATE = "fair_env_state"
+
+
 def recreated_env_seed(seed: int, build: int) -> int:
     """The reset seed of the ``build``-th env a runner makes (1 for its first env).
 
@@ -197,8 +202,58 @@ class FairEnvRunner(SingleAgentEnvRunner):
     continues the env's own random stream. The same seed still gives the same run, bit for
     bit, and consecutive episodes differ, in RLlib's loop and in the lean one (both reset
     through :meth:`_reset_envs`). An env recreated after a failure is seeded once with
-    :func:`recreated_env_seed`.
+    :func:`recreated_env_seed`. A checkpoint of a runner with envs (the local runner
+    when ``num_env_runners=0``) carries the envs' state (:data:`FAIR_ENV_STATE`), so a
+    restored run continues the stream with the same next episode instead of starting it
+    over; remote runners' envs are not in RLlib's checkpoints and restart their stream.
     """
+
+    @override(SingleAgentEnvRunner)
+    def get_state(self, components=None, *, not_components=None, **kwargs):
+        """RLlib's state plus, where this runner has envs, their state (checkpoints).
+
+        Weight and connector syncs ask for named components and do not get it.
+        """
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        if self.env is not None and self._check_component(
+            FAIR_ENV_STATE, components, not_components
+        ):
+            state[FAIR_ENV_STATE] = {
+                "worker_index": int(self.worker_index or 0),
+                "in_evaluation": bool(self.config.in_evaluation),
+                "seeded": bool(self._fair_env_seeded),
+                "builds": int(self._fair_env_builds),
+                "envs": snapshot_envs(self._sub_envs()),
+            }
+        return state
+
+    @override(SingleAgentEnvRunner)
+    def set_state(self, state) -> None:
+        """RLlib's ``set_state``; envs continue the saved ones' random streams.
+
+        Applied only by a runner of the same index and role (training or evaluation);
+        the next sample starts new episodes.
+        """
+        super().set_state(state)
+        saved = state.get(FAIR_ENV_STATE)
+        if saved is None or self.env is None:
+            return
+        if saved["worker_index"] != int(self.worker_index or 0) or saved["in_evaluation"] != bool(
+            self.config.in_evaluation
+        ):
+            return
+        restore_envs(self._sub_envs(), saved["envs"])
+        self._fair_env_seeded = saved["seeded"]
+        self._fair_env_builds = saved["builds"]
+        self._needs_initial_reset = True
+
+    def _sub_envs(self) -> list:
+        """The unwrapped env copies (a native vector env is one object holding all)."""
+        vector_env = self.env.env if isinstance(self.env, DictInfoToList) else self.env
+        copies = getattr(vector_env, "envs", None)
+        if copies is None:
+            return [vector_env.unwrapped]
+        return [env.unwrapped for env in copies]
 
     @override(SingleAgentEnvRunner)
     def make_env(self) -> None:

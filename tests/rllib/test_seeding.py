@@ -114,3 +114,44 @@ def test_recreated_env_is_seeded_from_the_seed_but_does_not_replay(ray_session):
         runs.append(firsts)
     assert len(set(runs[0])) == 3
     assert runs[0] == runs[1]
+
+
+def test_runner_state_carries_the_envs_stream(ray_session):
+    """A runner restored from another's state samples the same next episodes."""
+    from rllib_fair.rllib.env_runner import FAIR_ENV_STATE
+
+    first = FairEnvRunner(config=_config(seed=7, num_envs=2))
+    second = FairEnvRunner(config=_config(seed=7, num_envs=2))
+    try:
+        _stream(first, calls=2, num_episodes=2)
+        state = first.get_state()
+        assert FAIR_ENV_STATE in state
+        # weight and connector syncs name their components: no env state travels
+        assert FAIR_ENV_STATE not in first.get_state(components=["rl_module"])
+        second.set_state(state)
+        assert _stream(second, calls=2, num_episodes=2) == _stream(first, calls=2, num_episodes=2)
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_runner_state_of_another_role_is_not_applied(ray_session):
+    """An evaluation runner (or another index) keeps its own stream."""
+    source = FairEnvRunner(config=_config(seed=7))
+    target = FairEnvRunner(config=_config(seed=7))
+    try:
+        _stream(source, calls=2, num_episodes=1)
+        state = source.get_state()
+        from rllib_fair.rllib.env_runner import FAIR_ENV_STATE
+
+        state[FAIR_ENV_STATE]["in_evaluation"] = True
+        target.set_state(state)
+        # not applied: the target starts its own stream at the seed
+        fresh = FairEnvRunner(config=_config(seed=7))
+        try:
+            assert _stream(target, calls=1, num_episodes=1) == _stream(fresh, calls=1, num_episodes=1)
+        finally:
+            fresh.stop()
+    finally:
+        source.stop()
+        target.stop()

@@ -35,9 +35,7 @@ def _config(seed: int, num_envs: int = 1, lean: bool = True):
 
 def _first_observations(episodes) -> list[bytes]:
     """The reset observation of every episode that starts in ``episodes``."""
-    return [
-        np.asarray(ep.get_observations(0)).tobytes() for ep in episodes if ep.t_started == 0
-    ]
+    return [np.asarray(ep.get_observations(0)).tobytes() for ep in episodes if ep.t_started == 0]
 
 
 def _stream(runner, calls: int, num_episodes: int | None = None, num_timesteps=None):
@@ -149,7 +147,8 @@ def test_runner_state_of_another_role_is_not_applied(ray_session):
         # not applied: the target starts its own stream at the seed
         fresh = FairEnvRunner(config=_config(seed=7))
         try:
-            assert _stream(target, calls=1, num_episodes=1) == _stream(fresh, calls=1, num_episodes=1)
+            own = _stream(target, calls=1, num_episodes=1)
+            assert own == _stream(fresh, calls=1, num_episodes=1)
         finally:
             fresh.stop()
     finally:

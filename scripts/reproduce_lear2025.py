@@ -314,7 +314,10 @@ def _order(method: str) -> int:
 
 
 def _ms(x, d=2) -> str:
+    """Mean ± std over the finite values; "-" where a method does not log the quantity."""
     x = np.asarray(x, dtype=float)
+    if not np.isfinite(x).any():
+        return "-"
     if x.size > 1:
         return f"{np.nanmean(x):.{d}f} ± {np.nanstd(x):.{d}f}"
     return f"{np.nanmean(x):.{d}f}"

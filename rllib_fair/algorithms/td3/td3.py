@@ -29,6 +29,7 @@ of env runners (no ``training_intensity`` "+1" pitfall).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import gymnasium as gym
@@ -57,6 +58,15 @@ from ray.rllib.utils.metrics import (
 from rllib_fair.rllib.config import FairnessConfigMixin, _env_meta
 
 REPLAY_PATHS = ("fast", "episode")
+#: The banner ``SACConfig.validate`` logs on every call (four times per trial); TD3 is no
+#: SAC, and RLlib's own once-per-process "running TD3 on the new API stack" remains.
+SAC_BANNER = "You are running SAC on the new API stack!"
+
+
+class _DropSACBanner(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(SAC_BANNER)
+
 #: Algorithm-state key of the ring buffer (present only with ``checkpoint_replay_buffer``).
 RING_BUFFER_STATE = "td3_ring_buffer"
 
@@ -197,7 +207,13 @@ class TD3Config(FairnessConfigMixin, SACConfig):
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """SAC's, the fairness and TD3's checks (one-line messages)."""
-        super().validate()
+        sac_logger = logging.getLogger(SAC.__module__)
+        banner_filter = _DropSACBanner()
+        sac_logger.addFilter(banner_filter)
+        try:
+            super().validate()
+        finally:
+            sac_logger.removeFilter(banner_filter)
         _int_at_least("policy_delay", self.policy_delay, 1)
         _int_at_least("random_warmup_steps", self.random_warmup_steps, 0)
         _int_at_least(

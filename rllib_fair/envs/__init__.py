@@ -2,8 +2,10 @@
 
 Every environment is registered as ``fair/<Name>-v<N>`` by :func:`register_envs`, which
 ``import rllib_fair`` calls, so ``gymnasium.make("fair/Lending-v0")`` works in any process
-that imported the package (including remote Ray env runners). Nothing in this package
-imports ray or torch.
+that imported the package. :mod:`rllib_fair.envs.rllib_registry` registers the same ids as
+RLlib env names in Ray Tune's registry, so RLlib finds them in processes that never
+imported the package themselves (remote env runners, Tune trials); it imports ray only
+inside its functions. Nothing else in this package imports ray or torch.
 
 Every environment reports, at every step, per-group counts in ``info["fairness"]`` (see
 :mod:`rllib_fair.fairness.counts`) plus ``info["group"]``, ``info["label"]``,

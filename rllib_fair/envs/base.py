@@ -158,13 +158,22 @@ class FairEnvMixin:
 # ----------------------------------------------------------------------------- checks
 
 
+#: Instance attributes a snapshot leaves out: ``spec`` is gymnasium's record of how the
+#: env was made (set by ``gymnasium.make``), not its state; for an env RLlib builds from a
+#: Tune registry name it holds RLlib's local entry-point function, which cannot be pickled.
+SNAPSHOT_EXCLUDED = ("spec",)
+
+
 def snapshot_envs(envs: Sequence[Any]) -> bytes:
     """The state of unwrapped envs (every attribute, random generators included), pickled.
 
     :func:`restore_envs` puts it into other instances of the same envs, which then reset
     and step exactly as the originals would (``tests/envs/test_env_state_snapshot.py``).
+    The attributes of :data:`SNAPSHOT_EXCLUDED` are left out (each env keeps its own).
     """
-    return pickle.dumps([vars(env) for env in envs])
+    return pickle.dumps(
+        [{k: v for k, v in vars(env).items() if k not in SNAPSHOT_EXCLUDED} for env in envs]
+    )
 
 
 def restore_envs(envs: Sequence[Any], snapshot: bytes) -> None:

@@ -346,8 +346,14 @@ def run_experiment(
             run_config=run_config,
             tune_config=tune_config(exp),
         )
+    print(
+        f"[{exp.name}] results: {exp_dir} | TensorBoard: tensorboard --logdir "
+        f"{_shown_path(storage)}",
+        flush=True,
+    )
     t0 = time.time()
-    grid = tuner.fit()
+    with _plain_tune_output():
+        grid = tuner.fit()
     wall = time.time() - t0
     gkey = gap_key(exp)
     trials = []
@@ -438,6 +444,39 @@ def run_experiment(
     return summary
 
 
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the current folder when it lies inside it, else absolute."""
+    try:
+        rel = path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return str(path)
+    return str(rel) if str(rel) != "." else "."
+
+
+class _plain_tune_output:
+    """Runs Tune with its older console output (``RAY_AIR_NEW_OUTPUT=0``) unless the user
+    set that variable.
+
+    At ``verbose=0`` the older output prints nothing, while the newer one prints a
+    configuration box, the results folder and a TensorBoard hint pointing at a staging
+    copy inside Ray's temporary session folder, which Ray deletes later. The runner prints
+    the results folder and ``tensorboard --logdir <storage path>`` itself.
+    """
+
+    VAR = "RAY_AIR_NEW_OUTPUT"
+
+    def __enter__(self):
+        self._set = self.VAR not in os.environ
+        if self._set:
+            os.environ[self.VAR] = "0"
+        return self
+
+    def __exit__(self, *exc):
+        if self._set:
+            os.environ.pop(self.VAR, None)
+        return False
+
+
 def _error_line(error: BaseException) -> str:
     """The last meaningful line of a trial's error (the exception, not Ray's wrapping)."""
     lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
@@ -525,7 +564,12 @@ def select_trial(exp: Experiment, trials: list[dict]) -> dict:
     """
     from statistics import mean, pstdev
 
-    from rllib_fair.cli.sweep import RULES, select_by_rule, trailing_mean
+    from rllib_fair.cli.sweep import (
+        RULES,
+        constant_disparity_note,
+        select_by_rule,
+        trailing_mean,
+    )
 
     sel = exp.selection
     by_config: dict[str, list[dict]] = {}
@@ -548,6 +592,7 @@ def select_trial(exp: Experiment, trials: list[dict]) -> dict:
         scores.append(score)
     chosen = select_by_rule(scores, sel.rule, sel.omega)
     return {
+        "note": constant_disparity_note(sel.disparity),
         "rule": RULES[sel.rule],
         "disparity_key": sel.disparity,
         "reward_key": sel.reward,
@@ -562,8 +607,10 @@ def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
     """Prints the final results table of one experiment (to ``sys.stdout`` by default)."""
     file = sys.stdout if file is None else file
     notion = exp.config.resolved_fairness_notion()
+    # trial folder names are printed whole: cut, they lose the trial id and the values
+    tw = max([len("trial"), *(len(t["trial"]) for t in summary["trials"])])
     head = (
-        f"{'trial':<40} {'iters':>5} {'env steps':>10} {'return':>11} "
+        f"{'trial':<{tw}} {'iters':>5} {'env steps':>10} {'return':>11} "
         f"{'gap (' + notion + ')':>28} {'steps/s':>8}"
     )
     print(f"\n== {exp.name}: {exp.run} on {exp.env} ({summary['wall_s']:.0f} s) ==", file=file)
@@ -571,7 +618,7 @@ def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
     print("-" * len(head), file=file)
     for t in summary["trials"]:
         print(
-            f"{t['trial'][:40]:<40} {t['iterations']:>5} {t['env_steps']:>10} "
+            f"{t['trial']:<{tw}} {t['iterations']:>5} {t['env_steps']:>10} "
             f"{_fmt(t['return'], '11.3f'):>11} {_fmt(t['gap'], '.4f'):>28} "
             f"{_fmt(t['steps_per_s'], '.0f'):>8}",
             file=file,
@@ -605,7 +652,7 @@ def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
     for t in summary["trials"]:
         if t.get("params"):
             params = ", ".join(f"{k}={v}" for k, v in t["params"].items())
-            print(f"  {t['trial'][:40]}: {params}", file=file)
+            print(f"  {t['trial']}: {params}", file=file)
     sel = summary.get("selection")
     if sel is not None:
         chosen = sel["selected"]
@@ -634,6 +681,8 @@ def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
                 f"mean of last {sel['last_iterations']}{spread}): {chosen['trial']} {params}",
                 file=file,
             )
+        if sel.get("note"):
+            print(f"  note: {sel['note']}", file=file)
         print(f"selection: {summary['storage']}/{exp.name}/selection.json", file=file)
     pareto = summary.get("pareto")
     if pareto is not None:

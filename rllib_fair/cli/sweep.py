@@ -137,6 +137,32 @@ def default_disparity_key(config) -> str:
     return f"fairness/{notion}/selective/{source}_disparity_mean"
 
 
+def constant_disparity_note(key: str) -> str | None:
+    """A note when the selection's disparity key is 0 by construction, else None.
+
+    A selective-labels disparity ``fairness/<notion>/selective/<source>_disparity_mean``
+    whose per-group utility has the same numerator and denominator is 1 for every group
+    whenever defined, so its gap is identically 0 (equality of opportunity on accepted
+    rows, ``Delta^{A=1}``: the event ``{Y=1, A=1}`` forces ``A = 1``). Every
+    configuration then ties on disparity and each rule picks the highest reward.
+    """
+    from rllib_fair.fairness.selective import _COEF
+
+    parts = key.split("/")
+    if len(parts) != 4 or parts[0] != "fairness" or parts[2] != "selective":
+        return None
+    notion, source = parts[1], parts[3].removesuffix("_disparity_mean")
+    coef = _COEF.get((notion, source))
+    if coef is None or tuple(coef[0]) != tuple(coef[1]):
+        return None
+    return (
+        f"{key} is 0 by construction under {notion} with {source} labels (each group's "
+        "rate is 1 whenever defined), so every configuration ties on disparity and the "
+        "selection reduces to the highest reward; select on another disparity with "
+        "selection: {disparity: <result key>}"
+    )
+
+
 def parse_selection(block: Any, config) -> Selection:
     """Validates a ``selection:`` block (None: all defaults) against ``config``."""
     from rllib_fair.cli.experiment import _result_key

@@ -161,3 +161,61 @@ def test_trial_params_are_read_back_under_the_yaml_names():
     assert space["lambda"] == {"grid_search": [0.9, 1.0]}
     resolved = {"lambda": 1.0, "_train_batch_size_per_learner": 400, "lr": 0.1}
     assert _grid_params(exp, resolved) == {"lambda": 1.0, "train_batch_size_per_learner": 400}
+
+
+def test_selection_on_a_disparity_that_is_zero_by_construction_says_so():
+    """PPO on lending with equality of opportunity selects on Delta^{A=1}, which is 0 for
+    every trial (the event {Y=1, A=1} forces A = 1): selection.json and the final table
+    say that the selection then reduces to the highest reward."""
+    import io
+
+    from rllib_fair.cli.runner import print_table, select_trial
+
+    spec = {
+        "run": "PPO",
+        "env": "fair/Lending-v0",
+        "stop": {"training_iteration": 1},
+        "config": {"fairness_notion": "equal_opportunity", "lr": {"grid_search": [0.1, 0.2]}},
+        "selection": {},
+    }
+    exp = validate_experiment("exp", spec)
+    key = "fairness/equal_opportunity/selective/accepted_disparity_mean"
+    assert exp.selection.disparity == key
+    trials = [
+        {
+            "trial": f"FairPPO_fair_Lending-v0_{i}_lr={lr}_with_a_name_longer_than_forty_chars",
+            "params": {"lr": lr},
+            "history": [{key: 0.0, "env_runners/episode_return_mean": ret}],
+        }
+        for i, (lr, ret) in enumerate([(0.1, 5.0), (0.2, 9.0)])
+    ]
+    sel = select_trial(exp, trials)
+    assert sel["selected"]["params"] == {"lr": 0.2}
+    assert "0 by construction" in sel["note"] and "highest reward" in sel["note"]
+    for t in trials:
+        t.update(iterations=1, env_steps=1, gap=0.0, steps_per_s=None, error=None)
+        t["return"] = t["history"][-1]["env_runners/episode_return_mean"]
+    out = io.StringIO()
+    summary = {"wall_s": 1.0, "storage": "/x", "trials": trials, "selection": sel}
+    print_table(exp, summary, file=out)
+    text = out.getvalue()
+    assert f"note: {key} is 0 by construction" in text
+    # trial names are printed whole, in the table and in the parameter lines
+    for t in trials:
+        assert f"\n{t['trial']} " in text and f"  {t['trial']}: lr=" in text
+
+
+@pytest.mark.parametrize(
+    ("key", "constant"),
+    [
+        ("fairness/equal_opportunity/selective/accepted_disparity_mean", True),
+        ("fairness/equal_opportunity/selective/true_disparity_mean", False),
+        ("fairness/equal_opportunity/selective/imputed_disparity_mean", False),
+        ("fairness/qualification_parity/selective/accepted_disparity_mean", False),
+        ("fairness/equal_opportunity/bias", False),
+    ],
+)
+def test_only_disparities_zero_by_construction_get_the_note(key, constant):
+    from rllib_fair.cli.sweep import constant_disparity_note
+
+    assert (constant_disparity_note(key) is not None) is constant

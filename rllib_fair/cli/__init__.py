@@ -8,12 +8,28 @@ and nothing written).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Adds ``(default: X)`` once: not where the help text already names its default,
+    and not for flags and options whose default is "not given"."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            "default" in text
+            or action.default in (None, False, argparse.SUPPRESS)
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def _parser() -> argparse.ArgumentParser:
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    fmt = _HelpFormatter
     p = argparse.ArgumentParser(
         prog="rllib-fair",
         description="Long-term fairness experiments on Ray RLlib.",
@@ -38,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         "--config", action="append", metavar="KEY=VALUE", help="override a config setting"
     )
     t.add_argument("--num-env-runners", type=int, default=None, help="remote env runners")
-    t.add_argument("--storage-path", default=None, help="results folder (default ./results)")
+    t.add_argument("--storage-path", default=None, help="results folder (default: ./results)")
     t.add_argument("--seed", type=int, default=None, help="random seed of every trial")
     t.add_argument(
         "--num-cpus",
@@ -75,11 +91,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     e.add_argument(
         "checkpoint",
-        help="checkpoint folder, or a trial or experiment folder (its newest checkpoint)",
+        help="checkpoint folder, a trial folder (its newest checkpoint) or an experiment "
+        "folder (a sweep: the trial its selection.json chose; otherwise the newest checkpoint)",
     )
     e.add_argument("--steps", type=int, default=10_000, help="deployment steps per seed")
     e.add_argument("--seeds", type=int, default=10, help="number of seeds (0..N-1)")
-    e.add_argument("--window", type=int, default=None, help="disparity window (decisions)")
+    e.add_argument("--window", type=int, default=None, help="disparity window in decisions (default: the checkpoint config's)")
     e.add_argument("--notion", default=None, help="fairness notion (default: the config's)")
     e.add_argument("--explore", action="store_true", help="sample actions instead of argmax")
     e.add_argument("--json", default=None, help="also write the summary to this file")
@@ -181,9 +198,10 @@ def _cmd_envs() -> int:
 def _cmd_algos() -> int:
     from rllib_fair.algorithms import ALGORITHMS
 
+    width = max(len(name) for name in ALGORITHMS)
     for name, spec in sorted(ALGORITHMS.items()):
-        print(f"{name:<10} {spec.module}.{spec.algo_class}")
-        print(f"           {spec.paper}")
+        print(f"{name:<{width}}  {spec.module}.{spec.algo_class}")
+        print(f"{'':<{width}}  {spec.paper}")
     return 0
 
 
@@ -257,6 +275,12 @@ def _cmd_train(args) -> int:
     from rllib_fair.cli.runner import check_pass, print_table, run_experiment
 
     torch.set_num_threads(1)
+    if address is not None and not ray.is_initialized():
+        from rllib_fair.cli.connect import auth_problem
+
+        problem = auth_problem(address)
+        if problem:
+            return _error(problem)
     if not ray.is_initialized():
         try:
             ray.init(
@@ -332,22 +356,36 @@ def _cmd_evaluate(args) -> int:
             get_notion(args.notion)
         except ValueError as e:
             return _error(f"--notion: {e}")
-    from rllib_fair.cli.deploy import DeployError, find_checkpoint
+    from rllib_fair.cli.deploy import DeployError, locate_checkpoint
 
     try:
-        checkpoint = find_checkpoint(args.checkpoint)
+        checkpoint, why = locate_checkpoint(args.checkpoint)
     except DeployError as e:
         return _error(str(e))
     if args.json:
         folder = Path(args.json).expanduser().resolve().parent
         if not folder.is_dir():
             return _error(f"--json: folder {str(folder)!r} of {args.json!r} does not exist")
+    import ray
     import torch
 
     from rllib_fair.cli.deploy import deploy, format_summary
 
     torch.set_num_threads(1)
     print(f"checkpoint: {checkpoint}")
+    print(f"  why this one: {why}")
+    if not ray.is_initialized():
+        # Ray's own start-up, deprecation and monitoring notices are not about the
+        # deployment: a private quiet instance, as for training.
+        ray.init(
+            address="local",
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+        )
+    # RLlib keeps its own logger level (INFO); its "running <Algo> on the new API stack"
+    # and deprecation notices concern the library, not this deployment.
+    logging.getLogger("ray.rllib").setLevel(logging.ERROR)
     try:
         runs, summary = deploy(
             str(checkpoint),
@@ -363,6 +401,7 @@ def _cmd_evaluate(args) -> int:
     if args.json:
         payload = {
             "checkpoint": str(checkpoint),
+            "chosen_because": why,
             "summary": summary,
             "runs": [r.__dict__ for r in runs],
         }

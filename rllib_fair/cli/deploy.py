@@ -4,7 +4,12 @@ The trained policy is deployed in a fresh environment for ``steps`` steps (one e
 ended early only by the environment's own termination) on each of ``seeds`` seeds; per
 seed we record the cumulative reward, the mean over time of the true per-step disparity
 (|Delta_t| over the last ``window`` decisions, true labels) and the final long-term gap;
-the report gives mean +- std over seeds.
+the report gives mean +- std over seeds, with each group's long-term rate of the notion
+at the end of the deployment.
+
+Which checkpoint: a checkpoint folder as given; a trial folder's newest checkpoint; in a
+sweep's experiment folder, the trial its ``selection.json`` chose (the report says which
+trial and by which rule), else the newest checkpoint of any trial (the report says so).
 
 Each deployment runs through an RLlib ``SingleAgentEnvRunner`` built from the
 checkpoint's config, so observations and actions pass the module's own connectors
@@ -47,14 +52,35 @@ class DeployResult:
     final_gap: float
     #: |Delta_t| per step (only with ``deploy_algorithm(..., series=True)``)
     disparity_series: np.ndarray | None = None
+    #: long-term rate per pair and group at the end (``{pair: {group: rate}}``; NaN
+    #: where undefined, e.g. no qualified applicant of that group was seen)
+    rates: dict | None = None
 
 
 def find_checkpoint(path: str | Path) -> Path:
-    """The algorithm checkpoint a path names: itself, or the newest one under it.
+    """The algorithm checkpoint a path names; see :func:`locate_checkpoint`."""
+    return locate_checkpoint(path)[0]
 
-    Accepts a checkpoint folder, a trial folder (``checkpoint_*`` inside) or an
-    experiment folder (trial folders inside); relative paths are resolved against the
-    current directory.
+
+def _checkpoints(folder: Path, pattern: str) -> list[Path]:
+    return [
+        c
+        for c in folder.glob(pattern)
+        if c.is_dir() and (c / "algorithm_state.pkl").exists()
+    ]
+
+
+def _newest(found: list[Path]) -> Path:
+    return max(found, key=lambda c: (c.stat().st_mtime, c.name))
+
+
+def locate_checkpoint(path: str | Path) -> tuple[Path, str]:
+    """The algorithm checkpoint a path names, and why that one (one line).
+
+    Accepts a checkpoint folder, a trial folder (its newest ``checkpoint_*``) or an
+    experiment folder: for a sweep with a ``selection.json`` the newest checkpoint of
+    the trial the selection rule chose, otherwise the newest checkpoint of any trial.
+    Relative paths are resolved against the current directory.
 
     Raises:
         DeployError: one line naming the path and what was expected.
@@ -63,19 +89,68 @@ def find_checkpoint(path: str | Path) -> Path:
     if not p.is_dir():
         raise DeployError(f"CHECKPOINT: {str(path)!r} is not a folder")
     if (p / "algorithm_state.pkl").exists() or (p / "rllib_checkpoint.json").exists():
-        return p
-    found = [
-        c
-        for c in list(p.glob("checkpoint_*")) + list(p.glob("*/checkpoint_*"))
-        if c.is_dir() and (c / "algorithm_state.pkl").exists()
-    ]
+        return p, "the checkpoint folder given"
+    own = _checkpoints(p, "checkpoint_*")
+    if own:
+        return _newest(own), f"the newest of {len(own)} checkpoint(s) of trial {p.name}"
+    selection = p / "selection.json"
+    if selection.is_file():
+        return _selected_checkpoint(p, selection)
+    found = _checkpoints(p, "*/checkpoint_*")
     if not found:
         raise DeployError(
             f"CHECKPOINT: no algorithm checkpoint in or under {str(path)!r}; valid: a "
             "checkpoint folder, a trial folder with checkpoint_* folders, or an experiment "
             "folder (run with checkpoint_config: {checkpoint_at_end: true})"
         )
-    return max(found, key=lambda c: (c.stat().st_mtime, c.name))
+    chosen = _newest(found)
+    trials = sorted({c.parent.name for c in found})
+    why = f"the newest checkpoint of trial {chosen.parent.name}"
+    if len(trials) > 1:
+        why += (
+            f", the most recently written of {len(trials)} trials (no selection.json); pass "
+            "a trial folder to deploy another"
+        )
+    return chosen, why
+
+
+def _selected_checkpoint(experiment: Path, selection: Path) -> tuple[Path, str]:
+    """The newest checkpoint of the trial ``selection.json`` chose, and why."""
+    import json
+
+    try:
+        data = json.loads(selection.read_text())
+        chosen = data.get("selected")
+    except (OSError, ValueError, AttributeError) as e:
+        raise DeployError(f"CHECKPOINT: {str(selection)!r} cannot be read ({e})") from e
+    trials = sorted(c.parent.name for c in _checkpoints(experiment, "*/checkpoint_*"))
+    valid = ", ".join(sorted(set(trials))) or "none with checkpoints"
+    if not isinstance(chosen, dict) or not chosen.get("trial"):
+        raise DeployError(
+            f"CHECKPOINT: {str(selection)!r} selected no trial (none reported both "
+            f"{data.get('disparity_key')} and {data.get('reward_key')}); pass one trial "
+            f"folder of {str(experiment)!r}: {valid}"
+        )
+    trial = experiment / str(chosen["trial"])
+    found = _checkpoints(trial, "checkpoint_*") if trial.is_dir() else []
+    if not found:
+        raise DeployError(
+            f"CHECKPOINT: the trial selection.json chose, {chosen['trial']!r}, has no "
+            f"checkpoint under {str(experiment)!r}; valid trial folders: {valid}"
+        )
+
+    def num(key: str, spec: str) -> str:
+        v = chosen.get(key)
+        return "-" if not isinstance(v, (int, float)) else format(v, spec)
+
+    params = ", ".join(f"{k}={v}" for k, v in (chosen.get("params") or {}).items())
+    why = (
+        f"trial {trial.name} ({params or 'no swept values'}), chosen in selection.json by "
+        f"{data.get('rule')}: {data.get('disparity_key')} {num('disparity', '.4f')}, "
+        f"{data.get('reward_key')} {num('reward', '.3f')} (mean of the last "
+        f"{data.get('last_iterations')} iterations)"
+    )
+    return _newest(found), why
 
 
 def deploy(
@@ -97,6 +172,29 @@ def deploy(
         )
     finally:
         algo.stop()
+        remove_empty_logdir(algo)
+
+
+def remove_empty_logdir(algo) -> None:
+    """Removes the empty folder an Algorithm built outside Tune makes in ~/ray_results.
+
+    Ray's ``Trainable`` creates ``~/ray_results/<date><random>`` for every Algorithm
+    built without Tune; a deployment writes nothing there. Only an empty folder directly
+    inside that location is removed.
+    """
+    from ray.train.constants import DEFAULT_STORAGE_PATH
+
+    logdir = getattr(algo, "_logdir", None)
+    if not logdir:
+        return
+    folder = Path(logdir)
+    try:
+        if folder.parent.resolve() == Path(DEFAULT_STORAGE_PATH).resolve() and not any(
+            folder.iterdir()
+        ):
+            folder.rmdir()
+    except OSError:
+        pass  # already gone, or not empty
 
 
 def check_notion(env_id: str, notion: str) -> None:
@@ -133,6 +231,10 @@ def deploy_algorithm(
     weights = algo.learner_group.get_state(components=["learner/rl_module"], inference_only=True)[
         "learner"
     ]["rl_module"]
+    from rllib_fair.rllib.config import _env_meta
+
+    meta = _env_meta(cfg.env)
+    group_names = list(meta["group_names"]) if meta is not None else None
     runs = []
     for seed in range(seeds):
         runner = _deployment_runner(cfg, seed=seed, steps=steps)
@@ -148,6 +250,8 @@ def deploy_algorithm(
                 "to measure"
             )
         n_groups = infos[0]["fairness"].shape[-1]
+        if group_names is not None and len(group_names) != n_groups:
+            group_names = None
         ledger = Ledger(notion, n_groups)
         disparity = WindowedDisparity(notion, n_groups, window=window)
         gaps = []
@@ -155,6 +259,10 @@ def deploy_algorithm(
             ledger.update(info["fairness"])
             gaps.append(disparity.update(info["fairness"]))
         total = float(np.sum(episode.get_rewards()))
+        rates = {
+            pair: {g: (v["rate"] if v["defined"] else math.nan) for g, v in groups.items()}
+            for pair, groups in ledger.by_group(group_names).items()
+        }
         runs.append(
             DeployResult(
                 seed,
@@ -163,17 +271,32 @@ def deploy_algorithm(
                 float(np.mean(gaps)),
                 ledger.bias(),
                 np.asarray(gaps, dtype=np.float64) if series else None,
+                rates,
             )
         )
     summary = {}
     for key in ("cumulative_reward", "mean_disparity", "final_gap", "steps"):
         values = np.array([getattr(r, key) for r in runs], dtype=np.float64)
         summary[key] = {"mean": float(values.mean()), "std": float(values.std())}
+    summary["rates"] = {
+        pair: {
+            g: _mean_std([r.rates[pair][g] for r in runs]) for g in runs[0].rates[pair]
+        }
+        for pair in (runs[0].rates if runs else {})
+    }
     summary["notion"] = notion
     summary["window"] = window
     summary["seeds"] = seeds
     summary["actions"] = "sampled" if explore else "greedy"
     return runs, summary
+
+
+def _mean_std(values: list[float]) -> dict:
+    """Mean and std over the seeds where the value is defined (``n``: how many)."""
+    v = np.array([x for x in values if math.isfinite(x)], dtype=np.float64)
+    if not len(v):
+        return {"mean": math.nan, "std": math.nan, "n": 0}
+    return {"mean": float(v.mean()), "std": float(v.std()), "n": int(len(v))}
 
 
 def _deployment_runner(cfg, *, seed: int, steps: int):
@@ -201,6 +324,18 @@ def format_summary(summary: dict) -> str:
         return f"{m:.4f} +- {s:.4f}" if math.isfinite(m) else "-"
 
     note = EXPLORE_NOTE if summary.get("actions") == "sampled" else GREEDY_NOTE
+    rates = []
+    for pair, groups in (summary.get("rates") or {}).items():
+        parts = []
+        for g, v in groups.items():
+            if v["n"] == 0:
+                parts.append(f"{g} undefined")
+                continue
+            text = f"{g} {v['mean']:.4f} +- {v['std']:.4f}"
+            if v["n"] < summary["seeds"]:
+                text += f" (defined on {v['n']} of {summary['seeds']} seeds)"
+            parts.append(text)
+        rates.append(f"  rates per group ({pair}): {', '.join(parts)}")
     return "\n".join(
         [
             f"deployment over {summary['seeds']} seeds ({summary['notion']}, window "
@@ -210,5 +345,8 @@ def format_summary(summary: dict) -> str:
             f"  mean true disparity    {pm('mean_disparity')}",
             f"  final long-term gap    {pm('final_gap')}",
             f"  steps                  {pm('steps')}",
+            *rates,
+            f"  (rates: each group's long-term {summary['notion']} rate at the end of the "
+            "deployment; the gap is max - min over groups)",
         ]
     )

@@ -409,6 +409,101 @@ def test_console_script_bad_input_prints_exactly_one_line(tmp_path, results):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp.yaml", "results"]
 
 
+@pytest.fixture
+def token_gcs():
+    """A local gRPC server answering Ray's GCS ``GetClusterId`` like a cluster started
+    with ``RAY_AUTH_MODE=token``: only the token ``"the-cluster-token"`` is accepted."""
+    from concurrent import futures
+
+    import grpc
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+    class NodeInfo(gcs_service_pb2_grpc.NodeInfoGcsServiceServicer):
+        def GetClusterId(self, request, context):
+            if dict(context.invocation_metadata()).get("authorization") != (
+                "Bearer the-cluster-token"
+            ):
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "InvalidAuthToken")
+            return gcs_service_pb2.GetClusterIdReply()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    gcs_service_pb2_grpc.add_NodeInfoGcsServiceServicer_to_server(NodeInfo(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"127.0.0.1:{port}"
+    server.stop(None)
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"RAY_AUTH_MODE": "disabled"}, "uses token authentication and this machine sends no token"),
+        ({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "stale"}, "rejected this machine's token"),
+    ],
+)
+def test_address_of_a_token_cluster_without_its_token_is_one_line(
+    env, needle, tmp_path, results, capsys, no_ray, token_gcs, monkeypatch
+):
+    """Without the cluster's token, ray.init retries for ~20 s printing one auth error per
+    second; the CLI asks the GCS once and says what to set, before Ray starts."""
+    from ray._raylet import AuthenticationTokenLoader
+
+    for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    AuthenticationTokenLoader.instance().reset_cache()
+    path = write_yaml(tmp_path / "exp.yaml", tiny_spec())
+    try:
+        err = run_bad(["train", str(path), "--address", token_gcs], results, capsys)
+    finally:
+        AuthenticationTokenLoader.instance().reset_cache()
+    assert err.startswith(f"rllib-fair: error: --address: the Ray cluster at '{token_gcs}' ")
+    assert needle in err and "RAY_AUTH_MODE=token" in err and "ray get-auth-token" in err
+
+
+def test_address_check_accepts_the_clusters_token(token_gcs, monkeypatch):
+    from ray._raylet import AuthenticationTokenLoader
+
+    from rllib_fair.cli.connect import auth_problem
+
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "the-cluster-token")
+    AuthenticationTokenLoader.instance().reset_cache()
+    try:
+        assert auth_problem(token_gcs) is None
+        assert auth_problem("ray://example:10001") is None  # Ray Client: not probed
+    finally:
+        monkeypatch.delenv("RAY_AUTH_TOKEN")
+        AuthenticationTokenLoader.instance().reset_cache()
+
+
+def test_help_states_each_default_once(capsys):
+    for command in ("train", "evaluate", "compare"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert "(default: None)" not in text and "(default: False)" not in text
+        for option in re.split(r"\s(?=--?[a-z])", text):
+            assert option.count("default") <= 1, option
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    assert "(default: 10000)" in capsys.readouterr().out
+
+
+def test_algos_columns_line_up(capsys):
+    assert main(["algos"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    starts = set()
+    for line in lines:
+        if line.startswith(" "):  # the paper line, under the class path
+            starts.add(len(line) - len(line.lstrip()))
+        else:
+            name, path = line.split()
+            starts.add(line.index(path))
+    assert len(starts) == 1, starts
+
+
 def test_yaml_scientific_notation_and_legacy_keys_are_understood(tmp_path):
     """``5e-5`` is a float (PyYAML alone reads it as a string); old keys are translated."""
     from rllib_fair.cli.experiment import load_experiments, parse_overrides, validate_experiment
@@ -581,6 +676,11 @@ def test_train_as_test_end_to_end(tmp_path, ray_session, capsys):
     assert fields[1:3] == ["2", str(2 * BATCH)]
     assert fields[4] == lines[-1]["gap"]
     assert f"results: {storage.resolve()}/exp" in out_lines
+    # TensorBoard: the storage path that stays, not Ray's temporary staging copy
+    assert f"TensorBoard: tensorboard --logdir {storage.resolve()}" in out
+    assert "To visualize your results with TensorBoard" not in out + err
+    assert "/tmp/ray/" not in out
+    assert row.startswith(f"{trial_dir(storage).name} ")  # the whole trial name
     (passed,) = [line for line in out_lines if "PASSED" in line]
     assert passed.startswith("exp: PASSED (")
     assert f"{BIAS_KEY} <= 1 AND {STEPS_KEY} >= 800" in passed

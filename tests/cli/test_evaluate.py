@@ -9,6 +9,7 @@ import pytest
 
 from rllib_fair.algorithms import get_config_class
 from rllib_fair.cli import main
+from rllib_fair.envs import env_info
 
 # the module-scoped checkpoint is trained once: keep these tests on one xdist worker
 pytestmark = pytest.mark.xdist_group("evaluate")
@@ -150,3 +151,70 @@ def test_evaluate_continuous_action_checkpoint(ray_session, tmp_path, capsys):
     for run in data["runs"]:
         assert run["steps"] == 30
         assert math.isfinite(run["cumulative_reward"]) and math.isfinite(run["final_gap"])
+
+
+def _sweep(checkpoint, root, selected: str | None):
+    """An experiment folder with two trials; the second one's checkpoint is the newest."""
+    import os
+    import shutil
+
+    exp = root / "sweep"
+    names = ["FairPPO_fair_Lending-v0_0_lr=0.1", "FairPPO_fair_Lending-v0_1_lr=0.2"]
+    for i, name in enumerate(names):
+        target = exp / name / "checkpoint_000000"
+        shutil.copytree(checkpoint, target)
+        os.utime(target, (1_000_000 + i, 1_000_000 + i))
+    chosen = None
+    if selected is not None:
+        chosen = {"trial": selected, "params": {"lr": 0.1}, "disparity": 0.01, "reward": 2.5}
+    (exp / "selection.json").write_text(
+        json.dumps(
+            {
+                "rule": "SELLF Alg. 2",
+                "disparity_key": "fairness/equal_opportunity/bias",
+                "reward_key": "env_runners/episode_return_mean",
+                "last_iterations": 3,
+                "selected": chosen,
+            }
+        )
+    )
+    return exp, names
+
+
+@pytest.mark.ray
+def test_evaluate_sweep_folder_deploys_the_selected_trial(
+    checkpoint, tmp_path, capsys, monkeypatch
+):
+    """Not the newest trial: the one selection.json chose, named with the reason; the
+    report has each group's rate; no empty folder is left in ~/ray_results."""
+    import ray.train.constants
+    import ray.tune.trainable.trainable
+
+    ray_results = tmp_path / "ray_results"
+    for module in (ray.train.constants, ray.tune.trainable.trainable):
+        monkeypatch.setattr(module, "DEFAULT_STORAGE_PATH", str(ray_results))
+    exp, names = _sweep(checkpoint, tmp_path, selected="FairPPO_fair_Lending-v0_0_lr=0.1")
+    out_json = tmp_path / "eval.json"
+    argv = ["evaluate", str(exp), "--steps", "200", "--seeds", "2", "--json", str(out_json)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"checkpoint: {exp / names[0] / 'checkpoint_000000'}\n" in out
+    assert f"trial {names[0]} (lr=0.1), chosen in selection.json by SELLF Alg. 2" in out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("  rates per group (tpr): ")]
+    groups = list(env_info("fair/LendingFICO-v0")["group_names"])
+    assert all(f" {g} " in line for g in groups), line
+    data = json.loads(out_json.read_text())
+    assert "selection.json" in data["chosen_because"]
+    rates = data["summary"]["rates"]["tpr"]
+    assert list(rates) == groups
+    for run in data["runs"]:
+        for group, value in run["rates"]["tpr"].items():
+            assert math.isnan(value) or 0.0 <= value <= 1.0
+    assert not ray_results.exists() or not list(ray_results.iterdir())
+
+
+def test_evaluate_sweep_whose_selection_chose_nothing(checkpoint, tmp_path, capsys):
+    exp, names = _sweep(checkpoint, tmp_path, selected=None)
+    assert main(["evaluate", str(exp)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "selected no trial" in err[0] and names[0] in err[0]

@@ -111,7 +111,12 @@ def _parser() -> argparse.ArgumentParser:
         help="experiment folders (or folders holding them), or per-run CSV files of the "
         "reproduction scripts",
     )
-    c.add_argument("--out", default=None, help="output folder (default: FIRST_RESULTS/compare)")
+    c.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default: FIRST_RESULTS/compare for experiment folders, "
+        "./results/compare_<name> for a CSV file)",
+    )
     c.add_argument(
         "--last", type=int, default=1, help="final value = mean of a trial's last N iterations"
     )
@@ -130,15 +135,20 @@ def _cmd_compare(args) -> int:
     if args.last < 1:
         return _error(f"--last: {args.last} is invalid; valid: an integer >= 1")
     first = Path(args.results[0])
+    # a CSV's own folder may be a tracked one (docs/results/): its summary goes under
+    # ./results, which the storage default already uses
     out = args.out or str(
-        (first.parent / (first.stem + "_compare")) if first.suffix == ".csv" else first / "compare"
+        Path("results") / f"compare_{first.stem}" if first.suffix == ".csv" else first / "compare"
     )
     try:
         result = compare(args.results, out, last=args.last, plots=not args.no_plots)
     except CompareError as e:
         return _error(str(e))
     print(result["table"])
-    print(f"\nwritten: {result['out']}/compare.md, compare.csv, compare.json")
+    for block in (result["legend"], *result["notes"]):
+        if block:
+            print(f"\n{block}")
+    print(f"\nwritten: {', '.join(result['files'])}")
     for fig in result["figures"]:
         print(f"figure:  {fig}")
     return 0

@@ -2,13 +2,17 @@
 
 Reads what Tune wrote (each trial folder's ``params.json`` and ``result.json``); nothing
 is retrained. Trials are grouped into configurations: the same experiment and the same
-settings except the seed, so the spread is over seeds. For every configuration: the
-final return, the gap of every reported notion, the per-group long-term rates of the
-main notion and the training speed, each as mean and standard deviation over its
-trials ("final" = mean of the last ``last`` iterations of a trial, each trial counted
-once). Plots (matplotlib, part of the install): the reward-vs-gap frontier per
-environment (mean +- std per configuration, the Pareto-optimal ones joined) and the gap
-and return curves over training (mean over seeds).
+settings except the seed (runs started separately, e.g. with ``--seed 1`` and ``--seed
+2``, pool too), so the spread is over seeds; a row is labelled by the settings that
+differ between configurations. For every configuration: the env's return, the
+algorithm's own objective when it trains on another reward (R-TD3's relaxed return),
+the gap of every reported notion, every algorithm's own fairness target (declared by
+its config class, :mod:`rllib_fair.rllib.targets`), the per-group long-term rates of the
+main notion and the training speed, each as mean and standard deviation over its trials
+("final" = mean of the last ``last`` iterations of a trial, each trial counted once).
+Plots (matplotlib, part of the install): the reward-vs-gap frontier per environment
+(mean +- std per configuration, the Pareto-optimal ones joined) and the gap and return
+curves over training (mean over seeds).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +47,7 @@ class Trial:
     seed: Any
     params: dict
     rows: list[dict]
+    own: Any = None  # the algorithm's resolved OwnMetrics (rllib_fair.rllib.targets)
 
 
 @dataclass
@@ -133,44 +139,83 @@ def find_trials(paths: list[str]) -> list[Trial]:
             if notion is None:  # the first notion the results report
                 keys = [k for k in rows[-1] if k.startswith("fairness/") and k.endswith("/bias")]
                 notion = keys[0].split("/")[1] if keys else "?"
+            algo = _algo_name(folder.name.split("_", 1)[0])
             trials.append(
                 Trial(
                     path=folder,
                     experiment=folder.parent.name,
-                    algo=_algo_name(folder.name.split("_", 1)[0]),
+                    algo=algo,
                     env=env,
                     notion=notion,
                     seed=params.get("seed"),
                     params=params,
                     rows=rows,
+                    own=_own_metrics(algo, params, notion),
                 )
             )
     return trials
 
 
+def _own_metrics(algo: str, params: dict, notion: str):
+    """The algorithm's declared objective and targets, resolved for this trial."""
+    from rllib_fair.rllib.targets import OwnMetrics, own_metrics_of
+
+    try:
+        declared = own_metrics_of(algo)
+    except ValueError:  # not a registered algorithm: the env's reward, no own target
+        declared = OwnMetrics(note="not a registered rllib-fair algorithm")
+    return declared.resolve(params, notion)
+
+
+#: The memory address in a Python object's repr (``<function f at 0x7f...>``): differs
+#: between two runs of the same settings.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _leaves(params: dict, prefix: str = "") -> dict[str, Any]:
+    """Nested settings as ``{"a.b": value}`` (lists and scalars are leaves)."""
+    out: dict[str, Any] = {}
+    for k, v in params.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(_leaves(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def _canonical(value: Any) -> str:
+    """A setting as text that is equal for equal settings of two separate runs."""
+    return _ADDRESS.sub("", json.dumps(value, sort_keys=True, default=str))
+
+
 def group(trials: list[Trial]) -> list[Configuration]:
-    """Trials of the same experiment with equal settings apart from the seed."""
+    """Trials of the same experiment with equal settings apart from the seed.
+
+    Settings are compared leaf by leaf (``env_config.max_steps``), and object reprs
+    without their memory address, so separately started runs of one file pool. Each
+    configuration is labelled by its experiment and the leaves that differ.
+    """
     by_exp: dict[str, list[Trial]] = {}
     for t in trials:
         by_exp.setdefault(f"{t.experiment}|{t.algo}|{t.env}", []).append(t)
     configs = []
     for members in by_exp.values():
-        keys = sorted({k for t in members for k in t.params})
+        leaves = [_leaves(t.params) for t in members]
+        keys = sorted({k for lv in leaves for k in lv})
         varying = [
-            k
-            for k in keys
-            if k != "seed"
-            and len({json.dumps(t.params.get(k), sort_keys=True, default=str) for t in members}) > 1
+            k for k in keys if k != "seed" and len({_canonical(lv.get(k)) for lv in leaves}) > 1
         ]
         buckets: dict[str, Configuration] = {}
-        for t in members:
-            key = json.dumps([t.params.get(k) for k in varying], sort_keys=True, default=str)
+        for t, lv in zip(members, leaves, strict=True):
+            key = json.dumps([_canonical(lv.get(k)) for k in varying])
             cfg = buckets.setdefault(key, Configuration(t.experiment, t.algo, t.env, t.notion, ""))
             cfg.trials.append(t)
         # sampled floats are shown with 4 significant digits unless that merges two labels
         for short in (True, False):
             for cfg in buckets.values():
-                parts = [f"{k}={_label_value(cfg.trials[0].params.get(k), short)}" for k in varying]
+                lv = _leaves(cfg.trials[0].params)
+                parts = [f"{k}={_label_value(lv.get(k), short)}" for k in varying]
                 cfg.label = cfg.experiment + (f" [{', '.join(parts)}]" if parts else "")
             if len({cfg.label for cfg in buckets.values()}) == len(buckets):
                 break
@@ -181,7 +226,9 @@ def group(trials: list[Trial]) -> list[Configuration]:
 def _label_value(value: Any, short: bool) -> str:
     if short and isinstance(value, float):
         return f"{value:.4g}"
-    return str(value)
+    if isinstance(value, str):
+        return _ADDRESS.sub("", value)
+    return json.dumps(value, default=str) if isinstance(value, (list, dict)) else str(value)
 
 
 def _final(t: Trial, key: str, last: int) -> float | None:
@@ -196,10 +243,32 @@ def _mean_std(values: list[float | None]) -> tuple[float | None, float | None, i
     return float(np.mean(vals)), float(np.std(vals)), len(vals)
 
 
+def _metric_info(metric) -> dict:
+    return {
+        "key": metric.key,
+        "name": metric.name,
+        "meaning": metric.meaning,
+        "lower_is_better": metric.lower_is_better,
+    }
+
+
 def summarize(configs: list[Configuration], last: int = 1) -> list[dict]:
-    """One row per configuration: mean and std over its trials of the final metrics."""
+    """One row per configuration: mean and std over its trials of the final metrics.
+
+    ``return`` is the env's own reward (the key the algorithm declares as its
+    ``env_reward``); ``objective`` the algorithm's own return when that differs (else
+    None); ``own`` its declared targets; ``targets`` the value of every target any
+    configuration declares (so a baseline shows the fair method's target too).
+    """
+    from rllib_fair.rllib.targets import OwnMetrics
+
+    target_keys: dict[str, None] = {}
+    for c in configs:
+        for m in (c.trials[0].own or OwnMetrics()).constraints:
+            target_keys.setdefault(m.key)
     out = []
     for c in configs:
+        own = c.trials[0].own or OwnMetrics()
         row: dict[str, Any] = {
             "configuration": c.label,
             "algo": c.algo,
@@ -211,8 +280,21 @@ def summarize(configs: list[Configuration], last: int = 1) -> list[dict]:
             "env_steps": int(
                 np.mean([finite_number(t.rows[-1].get(STEPS_KEY)) or 0 for t in c.trials])
             ),
+            "last": last,
         }
-        row["return"] = _mean_std([_final(t, RETURN_KEY, last) for t in c.trials])
+        row["return"] = _mean_std([_final(t, own.env_reward.key, last) for t in c.trials])
+        row["return_key"] = own.env_reward.key
+        row["objective"] = None
+        if own.shaped:
+            row["objective"] = {
+                **_metric_info(own.objective),
+                "value": _mean_std([_final(t, own.objective.key, last) for t in c.trials]),
+            }
+        row["own"] = {
+            "note": own.note,
+            "constraints": [_metric_info(m) for m in own.constraints],
+        }
+        row["targets"] = {k: _mean_std([_final(t, k, last) for t in c.trials]) for k in target_keys}
         notions = sorted(
             {
                 k.split("/")[1]
@@ -248,11 +330,44 @@ def _pm(ms: tuple, spec: str = ".4f") -> str:
     return f"{mean:{spec}}" + (f" +- {std:{spec}}" if n > 1 else "")
 
 
+def _iterations(last: int) -> str:
+    return "last iteration" if last == 1 else f"mean of last {last} iterations"
+
+
+def _iters(last: int) -> str:
+    return "last iter" if last == 1 else f"last {last} iters"
+
+
+def _target_columns(rows: list[dict]) -> list[dict]:
+    """Every declared target that is not already a gap column, once, in row order."""
+    gap_keys = {f"fairness/{n}/bias" for r in rows for n in r["gap"]}
+    seen: dict[str, dict] = {}
+    for r in rows:
+        for m in r["own"]["constraints"]:
+            if m["key"] not in gap_keys:
+                seen.setdefault(m["key"], m)
+    return list(seen.values())
+
+
+def _own_mark(row: dict, key: str) -> str:
+    return " (own)" if any(m["key"] == key for m in row["own"]["constraints"]) else ""
+
+
 def format_table(rows: list[dict]) -> str:
-    """Markdown table: one line per configuration (``*``: on its env's Pareto front)."""
+    """Markdown table: one line per configuration (``*``: on its env's Pareto front).
+
+    Columns: the env's return; the algorithm's own objective where it trains on another
+    reward; the gap of every notion; every declared own target (``(own)`` marks a
+    configuration's own one, in a gap column too); the main notion's per-group rates.
+    """
+    last = rows[0]["last"] if rows else 1
     notions = sorted({n for r in rows for n in r["gap"]})
-    head = ["configuration", "algo", "env", "seeds", "env steps", "return"]
-    head += [f"gap {n}" for n in notions] + ["rates (main notion)", "steps/s", "Pareto"]
+    targets = _target_columns(rows)
+    shaped = any(r["objective"] for r in rows)
+    head = ["configuration", "algo", "env", "seeds", "env steps", f"return ({_iters(last)})"]
+    head += ["objective"] if shaped else []
+    head += [f"gap {n}" for n in notions] + [t["name"] for t in targets]
+    head += ["own target", "rates (main notion)", "steps/s", "Pareto"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         rates = ", ".join(f"{g} {_pm(ms, '.3f')}" for g, ms in r["rates"].items()) or "-"
@@ -264,11 +379,70 @@ def format_table(rows: list[dict]) -> str:
             str(r["env_steps"]),
             _pm(r["return"], ".3f"),
         ]
-        cells += [_pm(r["gap"].get(n, (None, None, 0))) for n in notions]
-        cells += [f"{r['notion']}: {rates}", _pm(r["steps_per_s"], ".0f")]
+        if shaped:
+            obj = r["objective"]
+            cells.append(f"{obj['name']} {_pm(obj['value'], '.3f')}" if obj else "= return")
+        cells += [
+            _pm(r["gap"].get(n, (None, None, 0))) + _own_mark(r, f"fairness/{n}/bias")
+            for n in notions
+        ]
+        cells += [
+            _pm(r["targets"].get(t["key"], (None, None, 0))) + _own_mark(r, t["key"])
+            for t in targets
+        ]
+        own = ", ".join(m["name"] for m in r["own"]["constraints"]) or "none"
+        cells += [own, f"{r['notion']}: {rates}", _pm(r["steps_per_s"], ".0f")]
         cells.append("*" if r.get("pareto") else "")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def describe_columns(rows: list[dict]) -> str:
+    """What each column of :func:`format_table` holds: keys, meanings, iterations."""
+    from rllib_fair.rllib.targets import gap_meaning
+
+    if not rows:
+        return ""
+    last = rows[0]["last"]
+    out = [
+        f"Each trial's value is the {_iterations(last)} of its results (--last); cells are "
+        "mean +- std over a configuration's seeds.",
+    ]
+    by_key: dict[str, list[str]] = {}
+    for r in rows:
+        by_key.setdefault(r["return_key"], []).append(r["algo"])
+    if list(by_key) == ["env_runners/episode_return_mean"]:
+        out.append(
+            "- return: the env's reward summed over an episode (env_runners/episode_return_mean)"
+        )
+    else:
+        keys = "; ".join(f"{', '.join(sorted(set(a)))}: {k}" for k, a in by_key.items())
+        out.append(f"- return: the env's own reward summed over an episode ({keys})")
+    objectives: dict[str, dict] = {}
+    for r in rows:
+        if r["objective"]:
+            objectives.setdefault(r["algo"], r["objective"])
+    for algo, obj in objectives.items():
+        out.append(f"- objective of {algo}: {obj['name']}, {obj['meaning']} ({obj['key']})")
+    for n in sorted({n for r in rows for n in r["gap"]}):
+        out.append(f"- gap {n}: {gap_meaning(n)} (fairness/{n}/bias)")
+    owners: dict[str, set] = {}
+    for r in rows:
+        for m in r["own"]["constraints"]:
+            owners.setdefault(m["key"], set()).add(r["algo"])
+    for t in _target_columns(rows):
+        out.append(
+            f"- {t['name']}: {t['meaning']} ({t['key']}; own target of "
+            f"{', '.join(sorted(owners[t['key']]))})"
+        )
+    notes: dict[str, str] = {}
+    for r in rows:
+        notes.setdefault(r["algo"], r["own"]["note"])
+    out.append(
+        "- own target: what each algorithm itself regularises, marked (own) in its column; "
+        + "; ".join(f"{a}: {n}" for a, n in notes.items() if n)
+    )
+    return "\n".join(out)
 
 
 def pareto(points: list[tuple[float, float]]) -> list[int]:
@@ -310,7 +484,9 @@ def format_pareto(rows: list[dict], front: list[bool]) -> str:
     """Markdown table of the configurations, front first (by gap), then the rest."""
     notions = sorted({r["notion"] for r in rows})
     gap_head = f"gap ({notions[0]})" if len(notions) == 1 else "gap (main notion)"
-    head = ["front", "configuration", "seeds", "return (mean +- std)", gap_head, "iterations"]
+    iters = _iters(rows[0]["last"]) if rows else _iters(1)
+    head = ["front", "configuration", "seeds", f"return ({iters}; mean +- std)", gap_head]
+    head += ["iterations"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def order(i: int) -> tuple:
@@ -360,6 +536,38 @@ def write_pareto(folder: str | Path, last: int = 1, plots: bool = True) -> dict:
     return {"rows": rows, "front": front, "table": table, "files": [str(f) for f in files]}
 
 
+#: Marker shapes of the configurations in the frontier plots, in turn.
+_MARKERS = "osD^vPXh<>p*"
+
+
+def _config_point(ax, i: int, x, y, xerr, yerr, **kwargs) -> None:
+    """One configuration's mean +- std as a hollow marker.
+
+    Shapes change and sizes grow with ``i``, so configurations at the same point (and a
+    trial's dot under its configuration) all stay visible.
+    """
+    ax.errorbar(
+        x,
+        y,
+        xerr=xerr,
+        yerr=yerr,
+        fmt=_MARKERS[i % len(_MARKERS)],
+        markersize=5 + 2 * (i % 5),
+        markerfacecolor="none",
+        markeredgewidth=1.5,
+        capsize=3,
+        **kwargs,
+    )
+
+
+def _finish(fig, ax, env: str, what: str, path: Path, legend: bool = True) -> None:
+    """Two-line title (env, then what is plotted), legend beside the axes, saved uncut."""
+    ax.set_title(f"{env}\n{what}", fontsize=10)
+    if legend:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+
+
 def _plot_pareto(
     configs: list[Configuration], rows: list[dict], front: list[bool], path: Path, last: int
 ) -> Path:
@@ -371,24 +579,24 @@ def _plot_pareto(
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     for c in configs:  # every trial
         xs = [_final(t, f"fairness/{c.notion}/bias", last) for t in c.trials]
-        ys = [_final(t, RETURN_KEY, last) for t in c.trials]
+        ys = [_final(t, t.own.env_reward.key if t.own else RETURN_KEY, last) for t in c.trials]
         pts = [(x, y) for x, y in zip(xs, ys, strict=True) if x is not None and y is not None]
         if pts:
             ax.scatter(*zip(*pts, strict=True), s=10, color="0.6", zorder=1)
     ax.scatter([], [], s=10, color="0.6", label="trials (one seed each)")
     done = {"front": False, "other": False}
-    for r, on in zip(rows, front, strict=True):
+    for i, (r, on) in enumerate(zip(rows, front, strict=True)):
         pt = _point(r)
         if pt is None:
             continue
         kind = "front" if on else "other"
-        ax.errorbar(
+        _config_point(
+            ax,
+            i,
             pt[1],
             pt[0],
-            xerr=r["gap"][r["notion"]][1],
-            yerr=r["return"][1],
-            fmt="o",
-            capsize=3,
+            r["gap"][r["notion"]][1],
+            r["return"][1],
             color="tab:red" if on else "tab:blue",
             zorder=3 if on else 2,
             label=None if done[kind] else ("Pareto front" if on else "other configurations"),
@@ -399,12 +607,9 @@ def _plot_pareto(
         ax.plot([p[1] for p in line], [p[0] for p in line], "--", color="tab:red", lw=1)
     notion = rows[0]["notion"] if rows else "?"
     ax.set_xlabel(f"gap ({notion}), lower is fairer")
-    ax.set_ylabel("episode return")
+    ax.set_ylabel(f"episode return ({_iters(last)})")
     env = rows[0]["env"] if rows else "?"
-    ax.set_title(f"{env}: reward vs gap per configuration (mean +- std over seeds)", fontsize=10)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    _finish(fig, ax, env, "reward vs gap per configuration (mean +- std over seeds)", path)
     plt.close(fig)
     return path
 
@@ -423,12 +628,12 @@ def plot(configs: list[Configuration], rows: list[dict], out: Path) -> list[Path
         safe = env.replace("/", "_")
         fig, ax = plt.subplots(figsize=(6.4, 4.8))
         pts, labels = [], []
-        for c, r in sel:
+        for i, (c, r) in enumerate(sel):
             gap = r["gap"].get(c.notion, (None, None, 0))
             ret = r["return"]
             if gap[0] is None or ret[0] is None:
                 continue
-            ax.errorbar(gap[0], ret[0], xerr=gap[1], yerr=ret[1], fmt="o", capsize=3, label=c.label)
+            _config_point(ax, i, gap[0], ret[0], gap[1], ret[1], label=c.label)
             pts.append((ret[0], gap[0]))
             labels.append(c.label)
         front = sorted((pts[i] for i in pareto(pts)), key=lambda p: p[1])
@@ -436,21 +641,19 @@ def plot(configs: list[Configuration], rows: list[dict], out: Path) -> list[Path
             ax.plot([p[1] for p in front], [p[0] for p in front], "k--", lw=1, label="Pareto front")
         notion = sel[0][0].notion if sel else "?"
         ax.set_xlabel(f"gap ({notion}), lower is fairer")
-        ax.set_ylabel("episode return")
-        ax.set_title(f"{env}: reward vs fairness gap (mean +- std over seeds)")
-        if pts:
-            ax.legend(fontsize=7)
+        ax.set_ylabel(f"episode return ({_iters(sel[0][1]['last'])})")
         path = out / f"frontier_{safe}.png"
-        fig.tight_layout()
-        fig.savefig(path, dpi=100)
+        _finish(
+            fig, ax, env, "reward vs fairness gap (mean +- std over seeds)", path, legend=bool(pts)
+        )
         plt.close(fig)
         written.append(path)
 
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-        for c, _ in sel:
+        for c, r in sel:
             for ax, key, name in (
                 (axes[0], f"fairness/{c.notion}/bias", f"gap ({c.notion})"),
-                (axes[1], RETURN_KEY, "episode return"),
+                (axes[1], r["return_key"], "episode return"),
             ):
                 curves = []
                 for t in c.trials:
@@ -466,12 +669,12 @@ def plot(configs: list[Configuration], rows: list[dict], out: Path) -> list[Path
                     ax.plot(x, np.nanmean(ys, axis=0), label=c.label)
                 ax.set_xlabel("env steps")
                 ax.set_ylabel(name)
-        axes[0].set_title(f"{env}: gap over training")
-        axes[1].set_title(f"{env}: return over training")
-        axes[0].legend(fontsize=7)
+        axes[0].set_title(f"{env}: gap over training", fontsize=10)
+        axes[1].set_title(f"{env}: return over training", fontsize=10)
+        axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
         path = out / f"curves_{safe}.png"
         fig.tight_layout()
-        fig.savefig(path, dpi=100)
+        fig.savefig(path, dpi=100, bbox_inches="tight")
         plt.close(fig)
         written.append(path)
     return written
@@ -527,6 +730,13 @@ def compare_run_tables(paths: list[str], out: Path, plots: bool = True) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(table + "\n")
     (out / "compare.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    with (out / "compare.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([*keys, "metric", "mean", "std", "n"])
+        for s in summary:
+            for m in metrics:
+                w.writerow([*s["key"].values(), m, *s[m]])
+    files = [str(out / name) for name in ("compare.md", "compare.csv", "compare.json")]
     figures = []
     if plots and ret and gap:
         import matplotlib
@@ -539,12 +749,12 @@ def compare_run_tables(paths: list[str], out: Path, plots: bool = True) -> dict:
             sel = [s for s in summary if s["key"].get(env_key) == env]
             fig, ax = plt.subplots(figsize=(6.4, 4.8))
             pts = []
-            for s in sel:
+            for i, s in enumerate(sel):
                 (g, gs, _), (r, rs, _) = s[gap], s[ret]
                 if g is None or r is None:
                     continue
                 label = ", ".join(str(v) for k, v in s["key"].items() if k != env_key)
-                ax.errorbar(g, r, xerr=gs, yerr=rs, fmt="o", capsize=3, label=label)
+                _config_point(ax, i, g, r, gs, rs, label=label)
                 pts.append((r, g))
             front = sorted((pts[i] for i in pareto(pts)), key=lambda p: p[1])
             if len(front) > 1:
@@ -553,15 +763,38 @@ def compare_run_tables(paths: list[str], out: Path, plots: bool = True) -> dict:
                 )
             ax.set_xlabel(f"{gap} (lower is fairer)")
             ax.set_ylabel(ret)
-            ax.set_title(f"{env}: {ret} vs {gap} (mean +- std over seeds)")
-            if pts:
-                ax.legend(fontsize=7)
             path = out / f"frontier_{str(env).replace('/', '_')}.png"
-            fig.tight_layout()
-            fig.savefig(path, dpi=100)
+            _finish(
+                fig,
+                ax,
+                str(env),
+                f"{ret} vs {gap} (mean +- std over seeds)",
+                path,
+                legend=bool(pts),
+            )
             plt.close(fig)
             figures.append(str(path))
-    return {"rows": summary, "table": table, "out": str(out), "figures": figures}
+    return {"rows": summary, "table": table, "out": str(out), "files": files, "figures": figures}
+
+
+def _pareto_note(trials: list[Trial], last: int) -> list[str]:
+    """Lines naming sweep folders whose ``pareto.md`` averages other iterations than ``last``."""
+    out = []
+    for folder in sorted({t.path.parent for t in trials}):
+        sel = folder / "selection.json"
+        if not (folder / "pareto.md").exists() or not sel.exists():
+            continue
+        try:
+            theirs = int(json.loads(sel.read_text()).get("last_iterations", 1))
+        except (ValueError, TypeError, AttributeError):
+            continue
+        if theirs != last:
+            out.append(
+                f"note: {folder / 'pareto.md'} and the sweep's selection use each trial's "
+                f"{_iterations(theirs)}, this table the {_iterations(last)}: pass --last "
+                f"{theirs} for the same numbers"
+            )
+    return out
 
 
 def compare(paths: list[str], out: str | Path, last: int = 1, plots: bool = True) -> dict:
@@ -569,6 +802,10 @@ def compare(paths: list[str], out: str | Path, last: int = 1, plots: bool = True
 
     ``paths`` are Tune experiment folders (or folders holding them), or per-run CSV
     files such as the reproduction scripts write (:func:`compare_run_tables`).
+
+    Returns:
+        ``{"rows", "table", "legend", "notes", "out", "files", "figures"}``; ``files``
+        are the table files written (Markdown with the legend, CSV, JSON).
     """
     csvs = [p for p in paths if str(p).endswith(".csv")]
     if csvs:
@@ -577,7 +814,8 @@ def compare(paths: list[str], out: str | Path, last: int = 1, plots: bool = True
         missing = [p for p in csvs if not Path(p).is_file()]
         if missing:
             raise CompareError(f"RESULTS: {missing[0]!r} is not a file")
-        return compare_run_tables(csvs, Path(out).expanduser().resolve(), plots=plots)
+        result = compare_run_tables(csvs, Path(out).expanduser().resolve(), plots=plots)
+        return {"legend": "", "notes": [], **result}
     trials = find_trials(paths)
     configs = group(trials)
     rows = summarize(configs, last=last)
@@ -586,16 +824,40 @@ def compare(paths: list[str], out: str | Path, last: int = 1, plots: bool = True
     out = Path(out).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     table = format_table(rows)
-    (out / "compare.md").write_text(table + "\n")
+    legend = describe_columns(rows)
+    notes = _pareto_note(trials, last)
+    (out / "compare.md").write_text("\n\n".join([table, legend, *notes]) + "\n")
     (out / "compare.json").write_text(json.dumps(rows, indent=2, default=str) + "\n")
     with (out / "compare.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["configuration", "algo", "env", "metric", "mean", "std", "n"])
+        w.writerow(["configuration", "algo", "env", "metric", "key", "mean", "std", "n"])
         for r in rows:
-            items = [("return", r["return"]), ("steps_per_s", r["steps_per_s"])]
-            items += [(f"gap/{n}", ms) for n, ms in r["gap"].items()]
-            items += [(f"rate/{r['notion']}/{g}", ms) for g, ms in r["rates"].items()]
-            for name, (mean, std, n) in items:
-                w.writerow([r["configuration"], r["algo"], r["env"], name, mean, std, n])
+            items = [("return", r["return_key"], r["return"])]
+            if r["objective"]:
+                items.append(
+                    (
+                        f"objective/{r['objective']['name']}",
+                        r["objective"]["key"],
+                        r["objective"]["value"],
+                    )
+                )
+            items += [("steps_per_s", "", r["steps_per_s"])]
+            items += [(f"gap/{n}", f"fairness/{n}/bias", ms) for n, ms in r["gap"].items()]
+            items += [(f"target/{k}", k, ms) for k, ms in r["targets"].items()]
+            items += [
+                (f"rate/{r['notion']}/{g}", f"fairness/{r['notion']}/rate/{g}", ms)
+                for g, ms in r["rates"].items()
+            ]
+            for name, key, (mean, std, n) in items:
+                w.writerow([r["configuration"], r["algo"], r["env"], name, key, mean, std, n])
+    files = [str(out / name) for name in ("compare.md", "compare.csv", "compare.json")]
     figures = plot(configs, rows, out) if plots else []
-    return {"rows": rows, "table": table, "out": str(out), "figures": [str(p) for p in figures]}
+    return {
+        "rows": rows,
+        "table": table,
+        "legend": legend,
+        "notes": notes,
+        "out": str(out),
+        "files": files,
+        "figures": [str(p) for p in figures],
+    }

@@ -42,6 +42,16 @@ def gap_key(exp: Experiment) -> str:
     return f"fairness/{exp.config.resolved_fairness_notion()}/bias"
 
 
+def own_metrics(exp: Experiment):
+    """The algorithm's declared objective and targets, resolved for this experiment."""
+    from rllib_fair.rllib.targets import OwnMetrics
+
+    cfg = exp.config
+    declared = getattr(type(cfg), "own_metrics", OwnMetrics())
+    settings = {"fairness_disparity_source": getattr(cfg, "fairness_disparity_source", None)}
+    return declared.resolve(settings, cfg.resolved_fairness_notion())
+
+
 def criteria_met(criteria: list[Criterion], flat: dict[str, Any]) -> bool:
     """True if every criterion holds on this one (flattened) result."""
     return bool(criteria) and all(c.holds(_num(flat.get(c.metric))) for c in criteria)
@@ -171,25 +181,6 @@ def nonfinite_loss(flat: dict) -> str | None:
             if not math.isfinite(f):
                 return f"{key} = {f}"
     return None
-
-
-def _estimand(notion: str) -> str:
-    """The notion's estimand, from its docstring (``Estimand: ...;``)."""
-    from rllib_fair.fairness.notions import get_notion
-
-    if notion == "equalized_odds":
-        return (
-            "the true positive rate P(A = 1 | Y = 1, G = g) and the false positive rate "
-            "P(A = 1 | Y = 0, G = g) (the larger of the two gaps)"
-        )
-    doc = " ".join((type(get_notion(notion)).__doc__ or "").split())
-    if "Estimand" in doc:
-        text = doc.split("Estimand", 1)[1].lstrip("s: ")
-        text = text.split(";")[0].replace("``", "")
-        for stop in (" (pair", ", with", ". "):
-            text = text.split(stop)[0]
-        return text.replace("*", "")
-    return notion
 
 
 def _make_stopper(exp: Experiment, as_test: bool):
@@ -356,6 +347,7 @@ def run_experiment(
         grid = tuner.fit()
     wall = time.time() - t0
     gkey = gap_key(exp)
+    own = own_metrics(exp)
     trials = []
     for res in grid:
         df = res.metrics_dataframe
@@ -415,6 +407,9 @@ def run_experiment(
                 "iterations": int(last.get("training_iteration", 0) or 0),
                 "env_steps": int(steps),
                 "return": _num(last.get(RETURN_KEY)),
+                "env_return": _num(last.get(own.env_reward.key)),
+                "objective": _num(last.get(own.objective.key)) if own.shaped else None,
+                "targets": {m.key: _num(last.get(m.key)) for m in own.constraints},
                 "gap": _num(last.get(gkey)),
                 "steps_per_s": steps / ttot if ttot > 0 else None,
                 "passed_at": passed_at,
@@ -604,23 +599,50 @@ def select_trial(exp: Experiment, trials: list[dict]) -> dict:
 
 
 def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
-    """Prints the final results table of one experiment (to ``sys.stdout`` by default)."""
+    """Prints the final results table of one experiment (to ``sys.stdout`` by default).
+
+    Columns: the env's return, the algorithm's own objective when it trains on another
+    reward (R-TD3's relaxed return), the main notion's gap and each of the algorithm's
+    own fairness targets (:mod:`rllib_fair.rllib.targets`); a legend below names the
+    key and meaning of every column.
+    """
+    from rllib_fair.rllib.targets import gap_meaning
+
     file = sys.stdout if file is None else file
     notion = exp.config.resolved_fairness_notion()
+    own = own_metrics(exp)
+    gkey = gap_key(exp)
+    extra = [m for m in own.constraints if m.key != gkey]
+    ret_name = own.env_reward.name if own.shaped else "return"
+    cols = [(ret_name, "env_return", ".3f")]
+    if own.shaped:
+        cols.append((own.objective.name, "objective", ".3f"))
+    cols.append((f"gap ({notion})", "gap", ".4f"))
+    cols += [(m.name, m.key, ".4f") for m in extra]
+    widths = [max(11, len(name)) for name, _, _ in cols]
     # trial folder names are printed whole: cut, they lose the trial id and the values
     tw = max([len("trial"), *(len(t["trial"]) for t in summary["trials"])])
-    head = (
-        f"{'trial':<{tw}} {'iters':>5} {'env steps':>10} {'return':>11} "
-        f"{'gap (' + notion + ')':>28} {'steps/s':>8}"
+    head = f"{'trial':<{tw}} {'iters':>5} {'env steps':>10} " + " ".join(
+        f"{name:>{w}}" for (name, _, _), w in zip(cols, widths, strict=True)
     )
+    head += f" {'steps/s':>8}"
     print(f"\n== {exp.name}: {exp.run} on {exp.env} ({summary['wall_s']:.0f} s) ==", file=file)
     print(head, file=file)
     print("-" * len(head), file=file)
     for t in summary["trials"]:
+        values = []
+        for _, what, spec in cols:
+            if what == "env_return":
+                v = t.get("env_return", t["return"])
+            elif what in ("objective", "gap"):
+                v = t.get(what)
+            else:
+                v = (t.get("targets") or {}).get(what)
+            values.append(_fmt(v, spec))
         print(
             f"{t['trial']:<{tw}} {t['iterations']:>5} {t['env_steps']:>10} "
-            f"{_fmt(t['return'], '11.3f'):>11} {_fmt(t['gap'], '.4f'):>28} "
-            f"{_fmt(t['steps_per_s'], '.0f'):>8}",
+            + " ".join(f"{v:>{w}}" for v, w in zip(values, widths, strict=True))
+            + f" {_fmt(t['steps_per_s'], '.0f'):>8}",
             file=file,
         )
         if t["error"]:
@@ -644,11 +666,26 @@ def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
             print(f"  rates per group: {rates}", file=file)
         if t.get("checkpoint"):
             print(f"  checkpoint: {t['checkpoint']}", file=file)
+    print("values of each trial's last iteration:", file=file)
+    print(f"  {ret_name}: {own.env_reward.meaning} ({own.env_reward.key})", file=file)
+    if own.shaped:
+        print(
+            f"  {own.objective.name} ({exp.run}'s objective): {own.objective.meaning} "
+            f"({own.objective.key})",
+            file=file,
+        )
     print(
-        f"gap ({notion}) = max - min over groups of {_estimand(notion)}, over the last "
-        "iteration's steps; rates per group: that estimand (lower gap is fairer)",
+        f"  gap ({notion}) = {gap_meaning(notion)}, over the last iteration's steps ({gkey}); "
+        "rates per group: that estimand",
         file=file,
     )
+    for m in own.constraints:
+        where = f"in the gap ({notion}) column" if m.key == gkey else f"the {m.name} column"
+        print(f"  {exp.run}'s own target, {where}: {m.meaning} ({m.key})", file=file)
+    if not own.constraints:
+        print(f"  {exp.run}'s own target: none ({own.note})", file=file)
+    elif own.note:
+        print(f"  {exp.run} optimises {own.note}", file=file)
     for t in summary["trials"]:
         if t.get("params"):
             params = ", ".join(f"{k}={v}" for k, v in t["params"].items())

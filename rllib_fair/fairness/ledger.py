@@ -486,7 +486,12 @@ class Ledger:
         return self._totals[self._k :].copy()
 
     def rates(self) -> np.ndarray:
-        """Long-term benefit rates, shape ``[K, G]``; undefined rates are 0.0."""
+        """Long-term benefit rates, shape ``[K, G]``; undefined rates are 0.0.
+
+        One row per supply-demand pair (``notion.pair_names``: one pair for most notions,
+        ``tpr`` and ``fpr`` for equalized odds), one column per group: ``rates()[0]`` is
+        the per-group rate of a single-pair notion; :meth:`by_group` names them.
+        """
         return benefit_rates(self._totals[: self._k], self._totals[self._k :], self.smoothing)[0]
 
     @property

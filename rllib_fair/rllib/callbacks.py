@@ -261,7 +261,7 @@ class FairnessMetricsCallback(RLlibCallback):
         if not infos or keys.INFO_REPLICATOR_Q_NEXT not in infos[-1]:
             return
         key = (episode.id_, "__replicator__")
-        acc = self._carries.pop(key, None) or [0.0, 0.0, 0.0, 0.0, 0]
+        acc = self._carries.pop(key, None) or [0.0, 0.0, 0.0, 0.0, 0, 0.0]
         for info in infos:
             q0, q1 = info[keys.INFO_REPLICATOR_Q_NEXT]
             acc[0] += info[keys.INFO_REPLICATOR_LOSS]
@@ -269,6 +269,7 @@ class FairnessMetricsCallback(RLlibCallback):
             acc[2] += 0.5 * (q0 + q1)
             acc[3] += abs(q0 - q1)
             acc[4] += 1
+            acc[5] += info.get(keys.INFO_REPLICATOR_REWARD, 1.0 - info[keys.INFO_REPLICATOR_LOSS])
         if not done:
             self._carries[key] = acc
             return
@@ -280,6 +281,7 @@ class FairnessMetricsCallback(RLlibCallback):
             (keys.REPLICATOR_CUMULATIVE_DISPARITY, acc[1]),
             (keys.REPLICATOR_Q_MEAN, acc[2] / n),
             (keys.REPLICATOR_Q_GAP, acc[3] / n),
+            (keys.REPLICATOR_REWARD_RETURN, acc[5]),
         ):
             metrics_logger.log_value(
                 (keys.REPLICATOR, name), float(value), reduce="mean", clear_on_reduce=True

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from ray.rllib.algorithms.algorithm_config import NotProvided
 
 from rllib_fair.fairness.notions import get_notion, list_notions
+from rllib_fair.rllib.targets import OwnMetrics
 
 
 class FairnessConfigMixin:
@@ -67,6 +68,13 @@ class FairnessConfigMixin:
     #: True for algorithms whose module outputs label predictions (SELLF's phi), which
     #: the ``"imputed"`` disparity source needs.
     provides_label_predictions: ClassVar[bool] = False
+
+    #: What the algorithm optimises, as result keys (:mod:`rllib_fair.rllib.targets`):
+    #: its objective, the env's own reward and its fairness targets. The default is an
+    #: unconstrained method on the env's reward; fairness-aware algorithms override it.
+    own_metrics: ClassVar[OwnMetrics] = OwnMetrics(
+        note="unconstrained: maximises the env's reward only"
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -38,7 +38,9 @@ finished episode contributes to the means over the iteration's episodes of
 ``env_runners/replicator/<key>``: ``loss_mean`` and ``disparity_mean`` (episode means of
 the per-step loss L and the configured squared disparity D, paper Figs. 1 e, 3),
 ``cumulative_loss`` and ``cumulative_disparity`` (episode sums, Fig. 4), ``q_mean`` (mean
-of ``(q'_0 + q'_1) / 2``) and ``q_gap`` (mean of ``|q'_0 - q'_1|``). The per-step D is the
+of ``(q'_0 + q'_1) / 2``), ``q_gap`` (mean of ``|q'_0 - q'_1|``) and ``reward_return``
+(episode sum of the env's own reward ``r = 1 - L``, whatever ``reward_mode`` pays: under
+R-TD3's relaxed reward RLlib's episode return is the relaxed one). The per-step D is the
 paper's disparity, not the ledger gap of ``fairness/<N>/bias``.
 
 Zero demand follows :mod:`rllib_fair.fairness.ledger`: a group with no demand has an
@@ -83,9 +85,11 @@ REPLICATOR_CUMULATIVE_LOSS = "cumulative_loss"
 REPLICATOR_CUMULATIVE_DISPARITY = "cumulative_disparity"
 REPLICATOR_Q_MEAN = "q_mean"
 REPLICATOR_Q_GAP = "q_gap"
+REPLICATOR_REWARD_RETURN = "reward_return"
 INFO_REPLICATOR_LOSS = "loss"
 INFO_REPLICATOR_DISPARITY = "disparity"
 INFO_REPLICATOR_Q_NEXT = "q_next"
+INFO_REPLICATOR_REWARD = "r"
 
 # Raw sums logged by the env runners (reduced by summation across runners), turned into
 # the keys above by the callback's ``on_train_result`` and then removed.

@@ -531,6 +531,87 @@ def test_yaml_scientific_notation_and_legacy_keys_are_understood(tmp_path):
     assert (budget.metric, budget.minimum, budget.maximum) == (ITER_KEY, 2.0, None)
 
 
+def _summary_table(run: str, env: str, trial: dict, config: dict | None = None) -> str:
+    """``print_table`` of one made-up finished trial of ``run`` on ``env`` (no Ray)."""
+    import io
+
+    from rllib_fair.cli.experiment import validate_experiment
+    from rllib_fair.cli.runner import print_table
+
+    spec = {"run": run, "env": env, "stop": {ITER_KEY: 1}, "config": config or {}}
+    exp = validate_experiment("exp", spec)
+    base = {"trial": f"{run}_x", "iterations": 1, "env_steps": 500, "steps_per_s": 100.0}
+    base |= {"error": None, "rates": {}, "checkpoint": None, "return": None, "gap": None}
+    buf = io.StringIO()
+    print_table(exp, {"wall_s": 1.0, "storage": "/r", "trials": [base | trial]}, file=buf)
+    return buf.getvalue()
+
+
+def _table_cells(out: str, names: list[str]) -> dict[str, str]:
+    """``names`` (the header's columns after ``trial``, in order) -> the trial row's values.
+
+    Columns are right-aligned: a value ends where its header name ends.
+    """
+    lines = out.splitlines()
+    head = next(ln for ln in lines if ln.startswith("trial "))
+    row = lines[lines.index(head) + 2]
+    assert head.rstrip().endswith(names[-1]), head
+    cells, end = {}, head.index(" iters")
+    for name in names:
+        stop = head.index(name, end) + len(name)
+        cells[name] = row[end:stop].strip()
+        end = stop
+    assert end == len(head.rstrip()), f"columns other than {names}: {head}"
+    return cells
+
+
+def test_summary_shows_ppoc_qualification_gain_gap_next_to_the_default_gap():
+    out = _summary_table(
+        "PPOC",
+        "fair/LendingDrift-v0",
+        {
+            "return": 12.0,
+            "env_return": 12.0,
+            "gap": 0.14,
+            "targets": {"fairness/qualification_gain/gain_gap_abs": 5.96},
+        },
+        {"fairness_notion": "equal_opportunity"},
+    )
+    names = ["return", "gap (equal_opportunity)", "qualification-gain gap", "steps/s"]
+    cells = _table_cells(out, ["iters", "env steps", *names])
+    assert cells["return"] == "12.000"
+    assert cells["gap (equal_opportunity)"] == "0.1400"
+    assert cells["qualification-gain gap"] == "5.9600"
+    assert "PPOC's own target, the qualification-gain gap column: |G_0 - G_1|" in out
+    assert "(fairness/qualification_gain/gain_gap_abs)" in out
+    assert "gap (equal_opportunity) = max - min over groups of the true positive rate" in out
+
+
+def test_summary_names_rtd3_relaxed_return_and_the_env_return():
+    trial = {
+        "return": 145.65,
+        "env_return": 142.35,
+        "objective": 145.65,
+        "gap": 0.02,
+        "targets": {"env_runners/replicator/disparity_mean": 0.0032},
+    }
+    out = _summary_table("RTD3", "fair/ReplicatorAdult-v0", trial)
+    names = ["env return", "relaxed return", "gap (demographic_parity)", "squared disparity D"]
+    cells = _table_cells(out, ["iters", "env steps", *names, "steps/s"])
+    assert cells["env return"] == "142.350"
+    assert cells["relaxed return"] == "145.650"
+    assert cells["squared disparity D"] == "0.0032"
+    assert "relaxed return (RTD3's objective): the relaxed reward" in out
+    assert "env return: the env's own reward r = 1 - L" in out
+
+
+def test_summary_of_a_baseline_says_it_has_no_own_target():
+    out = _summary_table("PPO", "fair/Lending-v0", {"return": 3.0, "env_return": 3.0, "gap": 0.1})
+    names = ["iters", "env steps", "return", "gap (equal_opportunity)", "steps/s"]
+    assert _table_cells(out, names)["return"] == "3.000"
+    assert "PPO's own target: none (unconstrained: maximises the env's reward only)" in out
+
+
 # ----------------------------------------------------------------------------- listings
 
 

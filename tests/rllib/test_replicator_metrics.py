@@ -16,8 +16,8 @@ from rllib_fair.rllib import keys
 from rllib_fair.rllib.callbacks import FairnessMetricsCallback
 
 
-def _episode(seed: int, horizon: int):
-    env = gym.make("fair/Replicator-v0", max_steps=horizon)
+def _episode(seed: int, horizon: int, **env_kwargs):
+    env = gym.make("fair/Replicator-v0", max_steps=horizon, **env_kwargs)
     obs, info = env.reset(seed=seed)
     ep = SingleAgentEpisode(observations=[obs], infos=[info], len_lookback_buffer=0)
     rng = np.random.default_rng(seed)
@@ -56,12 +56,26 @@ def test_replicator_episode_means_over_chunks():
                 keys.REPLICATOR_CUMULATIVE_DISPARITY: disp.sum(),
                 keys.REPLICATOR_Q_MEAN: qn.mean(),
                 keys.REPLICATOR_Q_GAP: np.abs(qn[:, 0] - qn[:, 1]).mean(),
+                keys.REPLICATOR_REWARD_RETURN: (1.0 - loss).sum(),
             }
         )
     for name in per_episode[0]:
         want = np.mean([p[name] for p in per_episode])
         assert ml.peek((keys.REPLICATOR, name)) == pytest.approx(want, rel=1e-12), name
     assert not cb._carries or all(k[1] != "__replicator__" for k in cb._carries)
+
+
+def test_reward_return_is_the_env_reward_under_a_relaxed_reward():
+    """R-TD3's env pays the relaxed reward; reward_return still sums the env's r = 1 - L."""
+    cfg = get_config_class("PPO")().environment("fair/Replicator-v0", env_config={"max_steps": 30})
+    cb = FairnessMetricsCallback()
+    ep, infos = _episode(3, 30, reward_mode="relaxed")
+    ml = MetricsLogger()
+    cb.on_sample_end(env_runner=SimpleNamespace(config=cfg), metrics_logger=ml, samples=[ep])
+    env_return = sum(1.0 - i["loss"] for i in infos)
+    got = ml.peek((keys.REPLICATOR, keys.REPLICATOR_REWARD_RETURN))
+    assert got == pytest.approx(env_return, rel=1e-12)
+    assert abs(got - ep.get_return()) > 1e-3  # the episode's own return is the relaxed one
 
 
 def test_other_envs_log_no_replicator_keys():

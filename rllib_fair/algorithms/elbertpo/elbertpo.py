@@ -39,6 +39,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.algorithms.rppo.rppo import _non_negative
+from rllib_fair.rllib.targets import Metric, OwnMetrics
 
 ADVANTAGE_FORMS = ("paper", "reference")
 SOFT_BIAS_MODES = ("auto", "always", "never")
@@ -63,6 +64,21 @@ class ELBERTPOConfig(FairPPOConfig):
 
     #: ELBERT-PO's supply/demand streams (e.g. qualified applicants) need true labels.
     oracle_by_default = True
+
+    #: The long-term benefit-rate gap of its notion, the env's default gap when the
+    #: notion is the env's default one.
+    own_metrics = OwnMetrics(
+        constraints=(
+            Metric(
+                "fairness/{notion}/bias",
+                "benefit-rate gap {notion}",
+                "long-term benefit-rate gap of {notion} that the fairness-aware advantage "
+                "reduces (Eq. 5-7)",
+                lower_is_better=True,
+            ),
+        ),
+        note="the env's reward minus alpha times the (soft) benefit-rate gap (Eq. 5)",
+    )
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or ELBERTPO)

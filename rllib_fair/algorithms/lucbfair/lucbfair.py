@@ -62,6 +62,7 @@ from rllib_fair.algorithms.lucbfair.features import (
 from rllib_fair.algorithms.lucbfair.regret import DEFAULT_NUS, OptimumReference, RegretTracker
 from rllib_fair.algorithms.myopic.myopic import NoOpLearner, make_model_env
 from rllib_fair.rllib.config import FairnessConfigMixin
+from rllib_fair.rllib.targets import SQUARED_DISPARITY, OwnMetrics
 
 __all__ = ["LUCBFair", "LUCBFairConfig", "LUCBFairRLModule", "NoOpLearner"]
 
@@ -201,6 +202,12 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
             H = 100; the spec's 101 costs ~1.7 s).
         regret_dp_nus: multiplier ladder of the DP; None = ``0, 2^-6 .. 2^7``.
     """
+
+    #: Constrains the episode's fairness utility sum_h g_h, g = 1 - D (Eq. 4).
+    own_metrics = OwnMetrics(
+        constraints=(SQUARED_DISPARITY,),
+        note="the env's reward r = 1 - L subject to sum_h (1 - D_h) >= b (Eq. 4)",
+    )
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or LUCBFair)

@@ -44,6 +44,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_fair.rllib.config import FairnessConfigMixin
+from rllib_fair.rllib.targets import SQUARED_DISPARITY, OwnMetrics
 
 #: Objectives of Eq. 7a-d, by name.
 OBJECTIVES: tuple[str, ...] = ("myopic", "myopic_fair", "maxmin", "maxmin_fair")
@@ -151,6 +152,10 @@ class MyopicConfig(FairnessConfigMixin, AlgorithmConfig):
         solver_step: gradient step size (> 0).
         train_batch_size_per_learner: env steps sampled per training iteration.
     """
+
+    own_metrics = OwnMetrics(
+        note="each step's loss L minimised greedily (Eq. 7a); no fairness term"
+    )
 
     DEFAULT_OBJECTIVE = "myopic"
 
@@ -268,6 +273,10 @@ class Myopic(Algorithm):
 class MyopicFairConfig(MyopicConfig):
     """Myopic-Fair (Eq. 7b): :class:`MyopicConfig` with ``objective="myopic_fair"``."""
 
+    own_metrics = OwnMetrics(
+        constraints=(SQUARED_DISPARITY,),
+        note="each step's (1 - lambda) L + lambda D, minimised greedily (Eq. 7b)",
+    )
     DEFAULT_OBJECTIVE = "myopic_fair"
 
     def __init__(self, algo_class=None):
@@ -286,6 +295,9 @@ class MyopicFair(Myopic):
 class MaxminConfig(MyopicConfig):
     """Maxmin (Eq. 7c): :class:`MyopicConfig` with ``objective="maxmin"``."""
 
+    own_metrics = OwnMetrics(
+        note="each step's worst group loss max_g L_g minimised greedily (Eq. 7c); no fairness term"
+    )
     DEFAULT_OBJECTIVE = "maxmin"
 
     def __init__(self, algo_class=None):
@@ -304,6 +316,10 @@ class Maxmin(Myopic):
 class MaxminFairConfig(MyopicConfig):
     """Maxmin-Fair (Eq. 7d): :class:`MyopicConfig` with ``objective="maxmin_fair"``."""
 
+    own_metrics = OwnMetrics(
+        constraints=(SQUARED_DISPARITY,),
+        note="each step's (1 - lambda) max_g L_g + lambda D, minimised greedily (Eq. 7d)",
+    )
     DEFAULT_OBJECTIVE = "maxmin_fair"
 
     def __init__(self, algo_class=None):

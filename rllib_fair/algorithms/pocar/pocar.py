@@ -30,6 +30,7 @@ from ray.rllib.algorithms.ppo import PPO
 
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.algorithms.rppo.rppo import _non_negative
+from rllib_fair.rllib.targets import STEP_DISPARITY, OwnMetrics
 
 NORMALIZATIONS = ("minmax", "none")
 TIMINGS = ("post", "pre")
@@ -51,6 +52,12 @@ class POCARConfig(FairPPOConfig):
     """
 
     needs_step_disparity = True
+
+    #: Advantages regularised by the per-step disparity Delta_t (Eq. 28).
+    own_metrics = OwnMetrics(
+        constraints=(STEP_DISPARITY,),
+        note="the env's reward; advantages regularised by Delta_t against omega (Eq. 28)",
+    )
 
     def resolved_label_access(self) -> str:
         """Oracle when the regularised disparity uses true labels, else observed."""

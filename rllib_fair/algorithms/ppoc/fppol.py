@@ -42,6 +42,7 @@ from rllib_fair.algorithms.ppoc.ppoc import (
 from rllib_fair.algorithms.rppo.rppo import _non_negative
 from rllib_fair.fairness.qualification import W1_FORMS
 from rllib_fair.fairness.sinkhorn import SINKHORN_PS
+from rllib_fair.rllib.targets import STEP_DISPARITY, Metric, OwnMetrics
 
 
 class FPPOLConfig(POCARConfig):
@@ -62,6 +63,21 @@ class FPPOLConfig(POCARConfig):
 
     #: The metrics callback writes dW_t into the step infos (see AddQualificationColumns).
     needs_long_term_w1: ClassVar[bool] = True
+
+    #: The long-term W1 term, gated by the per-step disparity (A-PPO's Delta_t).
+    own_metrics: ClassVar[OwnMetrics] = OwnMetrics(
+        constraints=(
+            Metric(
+                "learners/default_policy/fppol/w1_delta_mean",
+                "W1 change",
+                "mean per-step change dW_t of the Wasserstein-1 distance between the groups' "
+                "credit histograms (learner)",
+                lower_is_better=True,
+            ),
+            STEP_DISPARITY,
+        ),
+        note="the env's reward; A-PPO's advantage terms plus the long-term W1 terms",
+    )
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or FPPOL)

@@ -29,6 +29,7 @@ from ray.rllib.algorithms.ppo import PPO
 
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.algorithms.rppo.rppo import _non_negative
+from rllib_fair.rllib.targets import Metric, OwnMetrics
 
 Q_NORMALIZATIONS = ("minibatch", "none")
 LAMBDA_WEIGHTINGS = ("minibatch", "population")
@@ -69,6 +70,15 @@ def _choice(key: str, value, choices) -> None:
         raise ValueError(f"{key}: {value!r} is invalid; valid choices: {', '.join(choices)}")
 
 
+#: The groups' gap in realised qualification gain, PPO-C's target (Eq. 2).
+QUALIFICATION_GAIN_GAP = Metric(
+    "fairness/qualification_gain/gain_gap_abs",
+    "qualification-gain gap",
+    "|G_0 - G_1|: gap between the groups' total qualification gain per episode",
+    lower_is_better=True,
+)
+
+
 class PPOCConfig(FairPPOConfig):
     """Config of PPO-C / PPO-Cb / PPO-KL: :class:`FairPPOConfig` plus Eq. 2 and Eq. 5.
 
@@ -101,6 +111,12 @@ class PPOCConfig(FairPPOConfig):
     #: on the env runner (they travel with their steps when RLlib shards episodes over
     #: data-parallel learners) and the learner connector turns them into columns.
     needs_qualification_returns: ClassVar[bool] = True
+
+    #: Its target is the qualification-gain gap between the groups (C_hat^2, Eq. 2).
+    own_metrics: ClassVar[OwnMetrics] = OwnMetrics(
+        constraints=(QUALIFICATION_GAIN_GAP,),
+        note="the env's reward; loss plus beta_c C_hat^2 (Eq. 2)",
+    )
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or PPOC)
@@ -240,6 +256,21 @@ class PPOC(PPO):
 class PPOCbConfig(PPOCConfig):
     """PPO-Cb (Eq. 5): PPO-C with ``beta_lambda = 1.0`` by default (the reference's value)."""
 
+    #: PPO-C's target plus the benefit-fairness term Lambda (Eq. 5).
+    own_metrics: ClassVar[OwnMetrics] = OwnMetrics(
+        constraints=(
+            QUALIFICATION_GAIN_GAP,
+            Metric(
+                "learners/default_policy/ppoc/lambda",
+                "benefit fairness Lambda",
+                "benefit-fairness term Lambda over the minibatches' cross-group pairs "
+                "(learner, mean over the update)",
+                lower_is_better=True,
+            ),
+        ),
+        note="the env's reward; loss plus beta_c C_hat^2 + beta_lambda Lambda (Eq. 2, 5)",
+    )
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or PPOCb)
         self.beta_lambda = 1.0
@@ -256,6 +287,11 @@ class PPOCb(PPOC):
 
 class PPOKLConfig(PPOCConfig):
     """The paper's "PPO": clipped surrogate + fixed KL 1.5 (``beta_c = beta_lambda = 0``)."""
+
+    #: A baseline: no fairness term.
+    own_metrics: ClassVar[OwnMetrics] = OwnMetrics(
+        note="unconstrained: maximises the env's reward only (fixed KL penalty 1.5)"
+    )
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or PPOKL)

@@ -21,6 +21,7 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
 
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
+from rllib_fair.rllib.targets import STEP_DISPARITY, OwnMetrics
 
 PENALTY_FORMS = ("hinge", "threshold")
 
@@ -37,6 +38,12 @@ class RPPOConfig(FairPPOConfig):
     """
 
     needs_step_disparity = True
+
+    #: Return of the env's reward, shaped on the learner by the Delta_t penalty (Eq. 27).
+    own_metrics = OwnMetrics(
+        constraints=(STEP_DISPARITY,),
+        note="the env's reward minus zeta_1 max(0, Delta_t - omega) per step (Eq. 27)",
+    )
 
     def resolved_label_access(self) -> str:
         """Oracle when the regularised disparity uses true labels, else observed."""

@@ -34,6 +34,7 @@ import math
 from ray.rllib.algorithms.algorithm_config import NotProvided
 
 from rllib_fair.algorithms.td3.td3 import TD3, TD3Config
+from rllib_fair.rllib.targets import RETURN_KEY, SQUARED_DISPARITY, Metric, OwnMetrics
 
 #: env_config key -> RTD3Config attribute written into it.
 RELAXATION_KEYS = {
@@ -51,6 +52,23 @@ class RTD3Config(TD3Config):
         relaxation_sharpness: ``kappa`` of ``psi(D) = 1 - (1 - D)^kappa``; 1.0 is Eq. 6
             (default), 20.0 the supplementary code's form.
     """
+
+    #: RLlib's return is the relaxed one; the env's own reward is logged apart.
+    own_metrics = OwnMetrics(
+        objective=Metric(
+            RETURN_KEY,
+            "relaxed return",
+            "the relaxed reward (1 - lambda_t) r + lambda_t g summed over an episode (Eq. 6); "
+            "R-TD3's env pays it, so RLlib's episode return is this",
+        ),
+        env_reward=Metric(
+            "env_runners/replicator/reward_return",
+            "env return",
+            "the env's own reward r = 1 - L summed over an episode",
+        ),
+        constraints=(SQUARED_DISPARITY,),
+        note="TD3 on the relaxed reward, weight moving from the loss L to the disparity D",
+    )
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or RTD3)

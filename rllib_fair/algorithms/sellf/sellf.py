@@ -33,6 +33,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.algorithms.rppo.rppo import _non_negative
+from rllib_fair.rllib.targets import STEP_DISPARITY, Metric, OwnMetrics
 
 NORMALIZATIONS = ("paper", "minmax")
 RENYI_FORMS = ("paper", "reference")
@@ -67,6 +68,22 @@ class SELLFConfig(FairPPOConfig):
 
     needs_step_disparity = True
     provides_label_predictions = True
+
+    #: The disparity it regularises (imputed by default), then the true one it aims at.
+    own_metrics = OwnMetrics(
+        constraints=(
+            STEP_DISPARITY,
+            Metric(
+                "fairness/{notion}/selective/true_disparity_mean",
+                "true Delta_t {notion}",
+                "per-step disparity of {notion} from every individual's true label, over "
+                "the disparity window (what the imputed one stands in for)",
+                lower_is_better=True,
+            ),
+        ),
+        note="the env's reward; advantages penalised by beta_1 max(|Delta_t| - omega / 2, 0) "
+        "plus a Renyi loss (Eq. 6, 7)",
+    )
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or SELLF)

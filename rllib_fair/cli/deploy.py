@@ -165,6 +165,8 @@ def deploy(
     """Deploys the checkpoint's policy; returns the runs and a mean +- std summary."""
     from ray.rllib.algorithms.algorithm import Algorithm
 
+    from rllib_fair.rllib.logdir import remove_empty_logdir
+
     algo = Algorithm.from_checkpoint(str(find_checkpoint(checkpoint)))
     try:
         return deploy_algorithm(
@@ -172,29 +174,7 @@ def deploy(
         )
     finally:
         algo.stop()
-        remove_empty_logdir(algo)
-
-
-def remove_empty_logdir(algo) -> None:
-    """Removes the empty folder an Algorithm built outside Tune makes in ~/ray_results.
-
-    Ray's ``Trainable`` creates ``~/ray_results/<date><random>`` for every Algorithm
-    built without Tune; a deployment writes nothing there. Only an empty folder directly
-    inside that location is removed.
-    """
-    from ray.train.constants import DEFAULT_STORAGE_PATH
-
-    logdir = getattr(algo, "_logdir", None)
-    if not logdir:
-        return
-    folder = Path(logdir)
-    try:
-        if folder.parent.resolve() == Path(DEFAULT_STORAGE_PATH).resolve() and not any(
-            folder.iterdir()
-        ):
-            folder.rmdir()
-    except OSError:
-        pass  # already gone, or not empty
+        remove_empty_logdir(algo)  # the folder Ray made in ~/ray_results for it
 
 
 def check_notion(env_id: str, notion: str) -> None:

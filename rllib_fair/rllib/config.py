@@ -56,6 +56,15 @@ class FairnessConfigMixin:
         fairness_columns: add the per-step fairness columns to the train batch.
     """
 
+    def build_algo(self, *args, **kwargs):
+        """RLlib's ``build_algo``; stopping the algorithm also removes the empty folder
+        Ray makes for it in ``~/ray_results`` (:mod:`rllib_fair.rllib.logdir`)."""
+        from rllib_fair.rllib.logdir import tidy_logdir_on_stop
+
+        algo = super().build_algo(*args, **kwargs)
+        tidy_logdir_on_stop(algo)
+        return algo
+
     #: Algorithms that regularise with the per-step disparity set this to True: the
     #: metrics callback then attaches Delta_t to every episode chunk and the learner
     #: connector adds the ``fair_disparity`` columns.

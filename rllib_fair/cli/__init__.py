@@ -285,7 +285,7 @@ def _cmd_train(args) -> int:
     from rllib_fair.cli.runner import check_pass, print_table, run_experiment
 
     torch.set_num_threads(1)
-    if address is not None and not ray.is_initialized():
+    if address is not None:  # also when this process already runs Ray (notebooks, tests)
         from rllib_fair.cli.connect import auth_problem
 
         problem = auth_problem(address)

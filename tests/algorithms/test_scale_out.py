@@ -22,7 +22,7 @@ pytestmark = pytest.mark.ray
 
 
 def smoke_config(name: str):
-    return (
+    cfg = (
         get_config_class(name)()
         .environment(ALGORITHMS[name].smoke_env, env_config={"max_steps": 300})
         .env_runners(num_env_runners=0)
@@ -30,6 +30,11 @@ def smoke_config(name: str):
         .rl_module(model_config={"fcnet_hiddens": [16]})
         .debugging(seed=0)
     )
+    if hasattr(cfg, "random_warmup_steps"):
+        # off-policy (TD3 family): iterations hold 100 env steps, so gradient steps start
+        # in the second iteration instead of after the default 300-step warm-up
+        cfg.training(num_steps_sampled_before_learning_starts=100, random_warmup_steps=100)
+    return cfg
 
 
 def _assert_same(a, b, path="state"):

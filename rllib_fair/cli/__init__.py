@@ -14,8 +14,11 @@ import sys
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """Adds ``(default: X)`` once: not where the help text already names its default,
-    and not for flags and options whose default is "not given"."""
+    """Adds ``(default: X)`` once.
+
+    Not where the help text already names its default, and not for flags and options
+    whose default is "not given".
+    """
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
@@ -96,7 +99,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--steps", type=int, default=10_000, help="deployment steps per seed")
     e.add_argument("--seeds", type=int, default=10, help="number of seeds (0..N-1)")
-    e.add_argument("--window", type=int, default=None, help="disparity window in decisions (default: the checkpoint config's)")
+    e.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        help="disparity window in decisions (default: the checkpoint config's)",
+    )
     e.add_argument("--notion", default=None, help="fairness notion (default: the config's)")
     e.add_argument("--explore", action="store_true", help="sample actions instead of argmax")
     e.add_argument("--json", default=None, help="also write the summary to this file")

@@ -158,10 +158,11 @@ def find_trials(paths: list[str]) -> list[Trial]:
 
 def _own_metrics(algo: str, params: dict, notion: str):
     """The algorithm's declared objective and targets, resolved for this trial."""
-    from rllib_fair.rllib.targets import OwnMetrics, own_metrics_of
+    from rllib_fair.algorithms import get_config_class
+    from rllib_fair.rllib.targets import OwnMetrics
 
     try:
-        declared = own_metrics_of(algo)
+        declared = getattr(get_config_class(algo), "own_metrics", OwnMetrics())
     except ValueError:  # not a registered algorithm: the env's reward, no own target
         declared = OwnMetrics(note="not a registered rllib-fair algorithm")
     return declared.resolve(params, notion)

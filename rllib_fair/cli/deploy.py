@@ -63,11 +63,7 @@ def find_checkpoint(path: str | Path) -> Path:
 
 
 def _checkpoints(folder: Path, pattern: str) -> list[Path]:
-    return [
-        c
-        for c in folder.glob(pattern)
-        if c.is_dir() and (c / "algorithm_state.pkl").exists()
-    ]
+    return [c for c in folder.glob(pattern) if c.is_dir() and (c / "algorithm_state.pkl").exists()]
 
 
 def _newest(found: list[Path]) -> Path:
@@ -259,9 +255,7 @@ def deploy_algorithm(
         values = np.array([getattr(r, key) for r in runs], dtype=np.float64)
         summary[key] = {"mean": float(values.mean()), "std": float(values.std())}
     summary["rates"] = {
-        pair: {
-            g: _mean_std([r.rates[pair][g] for r in runs]) for g in runs[0].rates[pair]
-        }
+        pair: {g: _mean_std([r.rates[pair][g] for r in runs]) for g in runs[0].rates[pair]}
         for pair in (runs[0].rates if runs else {})
     }
     summary["notion"] = notion

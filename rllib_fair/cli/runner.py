@@ -449,9 +449,9 @@ def _shown_path(path: Path) -> str:
 
 
 class _plain_tune_output:
-    """Runs Tune with its older console output (``RAY_AIR_NEW_OUTPUT=0``) unless the user
-    set that variable.
+    """Runs Tune with its older console output (``RAY_AIR_NEW_OUTPUT=0``).
 
+    Unless the user set that variable.
     At ``verbose=0`` the older output prints nothing, while the newer one prints a
     configuration box, the results folder and a TensorBoard hint pointing at a staging
     copy inside Ray's temporary session folder, which Ray deletes later. The runner prints

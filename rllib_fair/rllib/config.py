@@ -57,8 +57,11 @@ class FairnessConfigMixin:
     """
 
     def build_algo(self, *args, **kwargs):
-        """RLlib's ``build_algo``; stopping the algorithm also removes the empty folder
-        Ray makes for it in ``~/ray_results`` (:mod:`rllib_fair.rllib.logdir`)."""
+        """RLlib's ``build_algo``; stopping the algorithm removes its empty log folder.
+
+        That is the folder Ray makes for it in ``~/ray_results``
+        (:mod:`rllib_fair.rllib.logdir`).
+        """
         from rllib_fair.rllib.logdir import tidy_logdir_on_stop
 
         algo = super().build_algo(*args, **kwargs)

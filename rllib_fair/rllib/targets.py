@@ -149,14 +149,3 @@ def estimand(notion: str) -> str:
 def gap_meaning(notion: str) -> str:
     """One line: what ``fairness/<notion>/bias`` measures."""
     return f"max - min over groups of {estimand(notion)} (long-term, lower is fairer)"
-
-
-def own_metrics_of(algo: str) -> OwnMetrics:
-    """The declaration of a registered algorithm name (imports its config class).
-
-    Raises:
-        ValueError: ``algo`` is not registered (one line with the valid choices).
-    """
-    from rllib_fair.algorithms import get_config_class
-
-    return getattr(get_config_class(algo), "own_metrics", OwnMetrics())

@@ -437,7 +437,10 @@ def token_gcs():
 @pytest.mark.parametrize(
     ("env", "needle"),
     [
-        ({"RAY_AUTH_MODE": "disabled"}, "uses token authentication and this machine sends no token"),
+        (
+            {"RAY_AUTH_MODE": "disabled"},
+            "uses token authentication and this machine sends no token",
+        ),
         ({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "stale"}, "rejected this machine's token"),
     ],
 )

@@ -208,7 +208,8 @@ def test_evaluate_sweep_folder_deploys_the_selected_trial(
     rates = data["summary"]["rates"]["tpr"]
     assert list(rates) == groups
     for run in data["runs"]:
-        for group, value in run["rates"]["tpr"].items():
+        assert list(run["rates"]["tpr"]) == groups
+        for value in run["rates"]["tpr"].values():
             assert math.isnan(value) or 0.0 <= value <= 1.0
     assert not ray_results.exists() or not list(ray_results.iterdir())
 

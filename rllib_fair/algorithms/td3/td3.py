@@ -67,6 +67,7 @@ class _DropSACBanner(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith(SAC_BANNER)
 
+
 #: Algorithm-state key of the ring buffer (present only with ``checkpoint_replay_buffer``).
 RING_BUFFER_STATE = "td3_ring_buffer"
 

@@ -88,7 +88,7 @@ def hide_unobserved_labels(episode) -> int:
     are changed in place, so the episode that travels to the learners no longer carries
     them. Returns the number of labels removed.
 
-    Batch envs (``fair/QuarterlyLending-v0``, erratum E10 of the seed-004 spec): an info
+    Batch envs (``fair/QuarterlyLending-v0``, one step = a quarter of applicants): an info
     with an array ``y_real`` (every applicant's true label) loses it and its oracle
     ``metrics``; its ``QUALIFIED`` row becomes ``SELECTED_QUALIFIED`` (observed positives),
     and every rejected applicant counts as a removed label.
@@ -290,7 +290,8 @@ class FairnessMetricsCallback(RLlibCallback):
     def _qualification(self, config, episode, done, metrics_logger) -> None:
         """Qualification-gain signals of envs whose step infos carry ``qual_gain``.
 
-        Lear & Zhang 2025 (spec §2.3-2.4, §5.4). Three jobs, each only where it applies:
+        Lear & Zhang 2025 (Sec. 3, the qualification gain and its decomposition). Three jobs,
+        each only where it applies:
 
         * for configs with ``needs_qualification_returns`` (PPO-C family): writes the
           Monte Carlo gain-to-go of the same individual, ``fair_qual_q`` (under pi) and

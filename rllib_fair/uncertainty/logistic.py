@@ -4,7 +4,7 @@ Paper Sec. 4 ("All methods use logistic regression as the base model"): one logi
 ``p(x) = sigma(theta^T x)`` trained on the base quarter Q1 and then **updated** (warm start,
 no new model) each quarter on the feedback of the granted loans, ``n_epochs = 40`` and
 ``lr = 0.05`` (Table 2). The paper does not give the minibatch size; full-batch gradient
-ascent for 40 steps leaves the base model far from the MLE (spec 5.1), so the default is
+ascent for 40 steps leaves the base model far from the MLE (measured here), so the default is
 minibatch SGD with 32 rows per step over a seeded permutation per epoch (``batch_size=None``
 gives full-batch gradient ascent). :meth:`LogisticModel.fit_mle` is Newton/IRLS.
 
@@ -13,10 +13,10 @@ Delta-method half-width (paper Sec. 4)::
     Delta_i = z_{1-alpha/2} * sqrt( grad_p_i^T (X^T W X)^{-1} grad_p_i ),
     grad_p_i = p_i (1 - p_i) x_i,   W = diag(p_j (1 - p_j)) over the rows j of X,
 
-with ``X`` the design of the labelled rows the model was trained on (spec 5.2). The paper
+with ``X`` the design of the labelled rows the model was trained on. The paper
 calls ``grad_p_i`` "the gradient of the sigmoid with respect to the linear predictor"; it is
-the gradient of ``p_i`` with respect to ``theta`` (erratum E18), which is what the formula
-needs. The ridge ``1e-8 I`` is added only when the Cholesky factorisation fails (erratum E3),
+the gradient of ``p_i`` with respect to ``theta``, which is what the formula
+needs. The ridge ``1e-8 I`` is added only when the Cholesky factorisation fails,
 so the intercept-only case equals the Wald interval to rounding.
 
 The counterfactual utility objective (paper Sec. 4, "Counterfactual utility maximization")
@@ -76,7 +76,8 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 class DesignTransform:
     """Raw features -> design rows ``x = [1, standardised continuous, Q, A]``.
 
-    One transform shared by the numpy core and the environment (erratum E11): fit it on the
+    One transform shared by the numpy core and the environment (so both see the same
+    design rows): fit it on the
     base quarter, then apply it to every quarter.
 
     Attributes:
@@ -224,7 +225,7 @@ def delta_method_halfwidth(
     try:
         chol = np.linalg.cholesky(fisher)
     except np.linalg.LinAlgError:
-        try:  # ridge only when needed (erratum E3)
+        try:  # ridge only when needed: the exact inverse whenever it exists
             chol = np.linalg.cholesky(fisher + 1e-8 * np.eye(d))
         except np.linalg.LinAlgError:
             cov = np.linalg.pinv(fisher)
@@ -252,7 +253,8 @@ def counterfactual_objective(
     ``J = sum_t [ m_t D_t (Y_t g - (1 - Y_t) l) + (1 - D_t)(p_t g - (1 - p_t) l) ]`` with
     ``p_t = sigma(theta^T x_t)``, soft decision ``D_t = sigma(alpha (p_t - tau))`` and
     ``m_t = observed[t]``: the observed (first) term needs ``Y_t`` and is kept only where
-    the label was observed (``cf_rows="all"``, erratum E9); with every row observed this is
+    the label was observed (``cf_rows="all"``: every applicant's counterfactual term,
+    where the paper names only the applicants not granted); with every row observed this is
     the paper's objective verbatim.
     """
     p = sigmoid(x @ theta)
@@ -278,7 +280,7 @@ def counterfactual_gradient(
     """Analytic gradient of :func:`counterfactual_objective` with respect to ``theta``.
 
     ``dp_t = p_t (1 - p_t) x_t``, ``dD_t = alpha D_t (1 - D_t) dp_t``;
-    ``dJ = sum_t [ dD_t (m_t u_obs_t - u_cf_t) + (1 - D_t)(g + l) dp_t ]`` (spec 4).
+    ``dJ = sum_t [ dD_t (m_t u_obs_t - u_cf_t) + (1 - D_t)(g + l) dp_t ]``.
     """
     p = sigmoid(x @ theta)
     return _cf_grad(p, x, y, np.asarray(observed, dtype=np.float64), tau, gain, loss, alpha)
@@ -371,7 +373,7 @@ class LogisticModel:
         epochs: int | None = None,
         lr: float | None = None,
     ) -> LogisticModel:
-        """Warm-started gradient ascent on the mean log-likelihood (spec 5.1).
+        """Warm-started gradient ascent on the mean log-likelihood.
 
         ``theta <- theta + lr * X_b^T (y_b - p_b) / |b|`` over ``epochs`` passes, each a new
         permutation from ``rng``. Returns ``self``; no rows means no change.
@@ -410,7 +412,7 @@ class LogisticModel:
 
         Per step ``theta <- theta + lr * grad J_b / |b|`` (:func:`counterfactual_gradient`,
         mean over the minibatch) plus ``bce_weight`` times the log-likelihood gradient of the
-        observed rows of the batch (spec: ``cf_bce_weight``, default 0: none).
+        observed rows of the batch (``cf_bce_weight``; the paper has none: default 0).
         """
         x = np.asarray(x, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)

@@ -1,4 +1,4 @@
-"""The quarterly lending loop of seed 004 (spec 3.2; paper Sec. 4; numpy only).
+"""The quarterly lending loop of Lee et al. (FAccT 2026, Sec. 4; numpy only).
 
 ``run_quarters(config, seed)`` is the reference implementation of one configuration of the
 paper's sweep::
@@ -21,7 +21,7 @@ metrics); :class:`QuarterlyAgent` is everything the bank knows (design, model, l
 strategy). The agent only ever receives labels of granted rows (:meth:`QuarterlyAgent.update`
 takes the decisions and the observed labels of those rows).
 
-Random streams (erratum E11): the data come from ``RandomState(seed)`` (BiasOnDemand's
+Random streams: the data come from ``RandomState(seed)`` (BiasOnDemand's
 legacy stream, so seed 42 is the public generator); ``SeedSequence(seed).spawn(3)`` gives
 the partition, SGD and strategy generators, in that order.
 """
@@ -65,11 +65,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class QuarterlyConfig:
-    """Every constant of spec 3.3 and every [choice] of spec 3-6 (defaults: Table 2).
+    """Every constant of the procedure and every choice the paper leaves open (defaults: Table 2).
 
     Attributes:
         bias: the generator's knobs (default: the no-bias baseline).
-        disadvantaged_group: 0 relabels so the biased group is group 0 (spec 2.4).
+        disadvantaged_group: 0 relabels so the biased group is group 0 (the paper's reading).
         num_partitions: quarters, Q1 the base quarter (Table 2: 8; the text says 10).
         shuffle: permute the rows once before partitioning ([choice]).
         strategy: one of :data:`~rllib_fair.uncertainty.strategies.STRATEGIES`.
@@ -80,15 +80,16 @@ class QuarterlyConfig:
         budget_label: ``"y"`` (the bank's recorded label, default) or ``"y_real"``.
         gain: ``g``, margin on a repaid loan (Table 2 ``gain_percentage``: 0.4).
         loss: ``l``, lost on a default ([choice] 1.0, the principal).
-        fill_budget: spend the whole budget ([choice], spec 4).
-        exploration_sizing: ``"unified"`` or ``"literal"`` (spec 10 item 4).
+        fill_budget: spend the whole budget (the paper leaves it open).
+        exploration_sizing: ``"unified"`` or ``"literal"`` (the paper's two descriptions of the
+            exploration size).
         ci_z: normal quantile of the CI (1.96).
         compute_halfwidth: compute the CI for every strategy (diagnostics); it is always
             computed for ``uncertainty_aware``.
         n_epochs: passes per fit (Table 2: 40).
         lr: step size (Table 2: 0.05).
         batch_size: minibatch rows ([choice] 32; ``None`` = full batch).
-        use_group_feature: A is a model input ([choice]; erratum E8 discusses ``False``).
+        use_group_feature: A is a model input (the paper leaves it open; ``False`` drops it).
         q_encoding: ``"int"`` or ``"onehot"``.
         group_encoding: how the group enters the model, ``"centered"`` (``A - 1/2``,
             default: a swap of the group labels leaves every decision unchanged) or
@@ -100,10 +101,10 @@ class QuarterlyConfig:
             counterfactual strategy).
         cf_alpha: sharpness ``alpha`` of the soft decision ([choice] 10).
         cf_rows: ``"all"`` (every applicant of the quarter, observed term on granted rows;
-            erratum E9, default) or ``"labelled"`` (granted rows only).
+            default) or ``"labelled"`` (granted rows only).
         cf_bce_weight: weight of a log-likelihood term in the counterfactual objective (0).
         profit_label: ``"y_real"`` (default) or ``"y"``.
-        profit_normalization: how ``utility_q`` is normalised (spec 6.2).
+        profit_normalization: how ``utility_q`` is normalised.
     """
 
     bias: BiasOnDemandConfig = field(default_factory=BiasOnDemandConfig)
@@ -174,7 +175,7 @@ class QuarterlyConfig:
 
 
 def make_streams(seed: int) -> dict[str, np.random.Generator]:
-    """The partition, SGD and strategy generators of ``seed`` (erratum E11)."""
+    """The partition, SGD and strategy generators of ``seed`` (independent streams)."""
     children = np.random.SeedSequence(seed).spawn(3)
     return {
         name: np.random.default_rng(child)
@@ -226,7 +227,7 @@ class QuarterlyProblem:
         p_hat: np.ndarray | None = None,
         halfwidth: np.ndarray | None = None,
     ) -> dict[str, float]:
-        """Spec 6 metrics of the decisions ``granted`` (``[N_q]`` bool) in ``quarter``."""
+        """Per-quarter metrics of the decisions ``granted`` (``[N_q]`` bool) in ``quarter``."""
         idx = self.parts[quarter]
         cfg = self.config
         return quarter_metrics(
@@ -407,7 +408,7 @@ class QuarterRecord:
     Attributes:
         quarter: quarter number, 2..num_partitions (Q1 is the base quarter).
         budget: ``B_q``.
-        metrics: spec 6 metrics (:func:`~.metrics.quarter_metrics`) plus
+        metrics: per-quarter metrics (:func:`~.metrics.quarter_metrics`) plus
             ``cumulative_profit``, ``cumulative_utility`` and the decision's set sizes.
         rows: global row indices of the quarter's applicants.
         granted: ``[N_q]`` bool decisions.
@@ -429,7 +430,7 @@ class QuarterRecord:
 def run_quarters(
     config: QuarterlyConfig | None = None, seed: int = 0, **overrides
 ) -> list[QuarterRecord]:
-    """Runs one configuration of the quarterly procedure (spec 3.2); the sweep's unit.
+    """Runs one configuration of the quarterly procedure (paper Sec. 4); the sweep's unit.
 
     Args:
         config: the configuration (default: Table 2's no-bias baseline, naive strategy).

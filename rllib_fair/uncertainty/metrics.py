@@ -14,15 +14,16 @@ Acc(a)       P(D = Y_real | A = a) (plotted in App.   ``accuracy_parity``
              C, not defined in App. B)
 ===========  ======================================  =====================================
 
-Signed differences are ``Delta M = M(0) - M(1)`` (App. B). Reading the sign (erratum E4):
+Signed differences are ``Delta M = M(0) - M(1)`` (App. B). Reading the sign:
 with group 0 the disadvantaged group, a **negative** Delta SR or Delta FPR (fewer loans) and
 a **positive** Delta FNR (more creditworthy applicants rejected) mean group 0 is worse off;
 the paper's "negative = disadvantaged" is right for SR and FPR and backwards for FNR. Under
-``l_y_b > 0`` the biased group 0 is the *favoured* one (erratum E5). A rate whose group has
+``l_y_b > 0`` the biased group 0 is the *favoured* one (the generator adds ``+ l_y_b R A``).
+A rate whose group has
 no denominator (e.g. no ``Y_real = 0`` in a group) is undefined: reported as 0 with a
 ``*_defined`` flag of False (package convention, NaN-free).
 
-Profit (spec 6.2; g = ``gain_percentage`` = 0.4, l = 1 the principal): a granted loan earns
+Profit (g = ``gain_percentage`` = 0.4, l = 1 the principal): a granted loan earns
 ``g`` if repaid and loses ``l`` if not. Table 1 bookkeeping and the utility ``u(d, y1, g, l)``
 of Sec. 3 (observed + unobserved part, implemented exactly as written: a rejected defaulter
 earns ``+g``, a rejected repayer costs ``-l``).
@@ -91,7 +92,7 @@ def signed_differences(rates: dict[str, np.ndarray]) -> dict[str, float | bool]:
 
 
 def profit(decisions: np.ndarray, y: np.ndarray, gain: float = 0.4, loss: float = 1.0) -> float:
-    """``Pi = sum_{i granted} (y_i g - (1 - y_i) l)`` (spec 6.2)."""
+    """``Pi = sum_{i granted} (y_i g - (1 - y_i) l)``."""
     d = np.asarray(decisions, dtype=bool)
     y = np.asarray(y, dtype=np.float64)[d]
     return float(np.sum(y * gain - (1.0 - y) * loss))
@@ -155,7 +156,7 @@ def quarter_metrics(
     p_hat: np.ndarray | None = None,
     halfwidth: np.ndarray | None = None,
 ) -> dict[str, float]:
-    """All per-quarter metrics of spec 6 as one flat ``{name: float}`` dict.
+    """All per-quarter metrics (the paper's App. B plus profit) as one flat ``{name: float}`` dict.
 
     Args:
         decisions: ``[N]`` granted (bool / 0-1).
@@ -168,7 +169,7 @@ def quarter_metrics(
         profit_label: ``"y_real"`` (default: true repayment) or ``"y"``.
         profit_normalization: the reported ``utility_q``: ``"per_100_applicants"``
             (``100 Pi_q / N_q``, default), ``"per_loan"`` (``Pi_q / |D_q|``) or ``"none"``.
-        p_hat: optional scores (diagnostics of spec 6.3: AUC, mean score per group).
+        p_hat: optional scores (diagnostics: AUC, mean score per group).
         halfwidth: optional CI half-widths (diagnostics: mean half-width per group).
 
     Returns:

@@ -53,46 +53,45 @@ def test_stock_ppo_with_a_remote_env_runner(ray_session):
     assert result["env_runners"]["episode_len_mean"] == 50
 
 
-def test_stock_appo_with_a_remote_env_runner(ray_session):
-    from ray.rllib.algorithms.appo import APPOConfig
+STOCK_REMOTE = [
+    # (algorithm config, env, max_steps, rollout fragment, .training() settings)
+    ("appo.APPOConfig", "fair/Lending-v0", 20, 20, {"train_batch_size_per_learner": 40}),
+    (
+        "dqn.DQNConfig",
+        "fair/Lending-v0",
+        20,
+        8,
+        {"train_batch_size_per_learner": 8, "num_steps_sampled_before_learning_starts": 8},
+    ),
+    (  # a Box action env
+        "sac.SACConfig",
+        "fair/Replicator-v0",
+        10,
+        8,
+        {"train_batch_size_per_learner": 8, "num_steps_sampled_before_learning_starts": 8},
+    ),
+]
 
+
+@pytest.mark.parametrize(
+    "config_path,env,max_steps,fragment,training",
+    STOCK_REMOTE,
+    ids=[row[0].split(".")[1] for row in STOCK_REMOTE],
+)
+def test_stock_algorithm_with_a_remote_env_runner(
+    ray_session, config_path, env, max_steps, fragment, training
+):
+    import importlib
+
+    module, _, name = config_path.rpartition(".")
+    config_class = getattr(importlib.import_module(f"ray.rllib.algorithms.{module}"), name)
     config = (
-        APPOConfig()
-        .environment("fair/Lending-v0", env_config={"max_steps": 20})
-        .env_runners(num_env_runners=1, rollout_fragment_length=20)
-        .training(train_batch_size_per_learner=40)
+        config_class()
+        .environment(env, env_config={"max_steps": max_steps})
+        .env_runners(num_env_runners=1, rollout_fragment_length=fragment)
+        .training(**training)
         .rl_module(model_config={"fcnet_hiddens": [8]})
-        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=20)
-        .debugging(seed=0)
-    )
-    _trained_once(config)
-
-
-def test_stock_dqn_with_a_remote_env_runner(ray_session):
-    from ray.rllib.algorithms.dqn import DQNConfig
-
-    config = (
-        DQNConfig()
-        .environment("fair/Lending-v0", env_config={"max_steps": 20})
-        .env_runners(num_env_runners=1, rollout_fragment_length=8)
-        .training(train_batch_size_per_learner=8, num_steps_sampled_before_learning_starts=8)
-        .rl_module(model_config={"fcnet_hiddens": [8]})
-        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=8)
-        .debugging(seed=0)
-    )
-    _trained_once(config)
-
-
-def test_stock_sac_on_a_box_action_env_with_a_remote_env_runner(ray_session):
-    from ray.rllib.algorithms.sac import SACConfig
-
-    config = (
-        SACConfig()
-        .environment("fair/Replicator-v0", env_config={"max_steps": 10})
-        .env_runners(num_env_runners=1, rollout_fragment_length=8)
-        .training(train_batch_size_per_learner=8, num_steps_sampled_before_learning_starts=8)
-        .rl_module(model_config={"fcnet_hiddens": [8]})
-        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=8)
+        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=fragment)
         .debugging(seed=0)
     )
     _trained_once(config)

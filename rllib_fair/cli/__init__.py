@@ -269,7 +269,8 @@ def _cmd_train(args) -> int:
             f"--num-cpus: {args.num_cpus} cannot be combined with --address/RAY_ADDRESS "
             f"{address!r}; the cluster's own resources are used"
         )
-    from rllib_fair.cli.runner import can_resume, check_resources
+    from rllib_fair.cli.runner import can_resume, check_resources, experiment_dir
+    from rllib_fair.cli.storage import ExperimentLock, StorageError, resume_plan
 
     if args.resume:
         for exp in exps:
@@ -279,6 +280,10 @@ def _cmd_train(args) -> int:
                     f"{args.storage_path or exp.storage_path or 'results'!r}; run without "
                     "--resume first"
                 )
+            try:  # a corrupted checkpoint is named here, before anything starts
+                resume_plan(experiment_dir(exp, args.storage_path), move_incomplete=False)
+            except StorageError as e:
+                return _error(str(e))
     if address is None and not args.no_resource_check:
         # A private local instance: its resources are known before it starts.
         local = {"CPU": float(args.num_cpus or os.cpu_count() or 1), "GPU": float(_num_gpus())}
@@ -287,10 +292,40 @@ def _cmd_train(args) -> int:
             if problem:
                 return _error(problem)
 
+    locks = [ExperimentLock(experiment_dir(exp, args.storage_path)) for exp in exps]
+    try:
+        for lock in locks:
+            lock.acquire()
+    except StorageError as e:
+        for lock in locks:
+            lock.release()
+        return _error(str(e))
+    try:
+        return _train_locked(args, exps, address)
+    except KeyboardInterrupt:  # before Tune's loop (and its checkpointing) began
+        print(
+            "rllib-fair: interrupted before training started; nothing to resume",
+            file=sys.stderr,
+        )
+        return 130
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _train_locked(args, exps, address) -> int:
+    """Starts Ray and runs the validated experiments (their folders are locked)."""
     import ray
     import torch
 
-    from rllib_fair.cli.runner import check_pass, print_table, run_experiment
+    from rllib_fair.cli.runner import (
+        check_pass,
+        check_resources,
+        experiment_dir,
+        print_table,
+        run_experiment,
+    )
+    from rllib_fair.cli.storage import resume_plan
 
     torch.set_num_threads(1)
     if address is not None:  # also when this process already runs Ray (notebooks, tests)
@@ -322,6 +357,20 @@ def _cmd_train(args) -> int:
     messages = []
     done = []
     for exp in exps:
+        if args.resume:
+            for plan in resume_plan(experiment_dir(exp, args.storage_path), move_incomplete=True):
+                for moved in plan.moved_aside:
+                    print(
+                        f"[{exp.name}] resume: {plan.trial.name}/{moved.name.split('.')[0]} was "
+                        f"never completed (its write was cut); moved aside to {moved}",
+                        file=sys.stderr,
+                    )
+                line = plan.describe()
+                print(
+                    f"[{exp.name}] resume: {line}",
+                    file=sys.stderr if line.startswith("WARNING") else sys.stdout,
+                    flush=True,
+                )
         summary = run_experiment(
             exp, as_test=args.as_test, storage_path=args.storage_path, resume=args.resume
         )
@@ -330,6 +379,14 @@ def _cmd_train(args) -> int:
                 print(f"trial {t['trial']} failed:\n{t['error_full']}", file=sys.stderr)
         print_table(exp, summary)
         done.append((exp, summary))
+        for path, why in (summary.get("manifest_errors") or {}).items():
+            print(
+                f"WARNING: checkpoint {path} has no manifest ({why}); it is checked by its "
+                "structure only",
+                file=sys.stderr,
+            )
+        if "interrupted" in summary:
+            return _report_interrupt(args, exp, summary, exps)
         if any(t["error"] for t in summary["trials"]):
             code = 1
         if args.as_test:
@@ -344,6 +401,29 @@ def _cmd_train(args) -> int:
     for msg in messages:
         print(msg, file=sys.stdout if code == 0 else sys.stderr)
     return code
+
+
+def _report_interrupt(args, exp, summary: dict, exps: list) -> int:
+    """Says what an interrupted run kept and how to resume it; returns 130 or 143."""
+    info = summary["interrupted"]
+    print(f"\nrllib-fair: {exp.name}: interrupted by {info['signal']}", file=sys.stderr)
+    for tid, (path, it) in sorted(info["saved"].items()):
+        at = f"iteration {it}" if it is not None else "its last iteration"
+        print(f"  trial {tid}: checkpointed at {at}: {path}", file=sys.stderr)
+    for tid in info["unsaved"]:
+        print(
+            f"  trial {tid}: stopped without a new checkpoint; it resumes from its last one "
+            "(or from iteration 1 if it had none)",
+            file=sys.stderr,
+        )
+    rest = [e.name for e in exps[exps.index(exp) + 1 :]]
+    if rest:
+        print(f"  not started: {', '.join(rest)}", file=sys.stderr)
+    cmd = f"rllib-fair train {args.file} --resume"
+    if args.storage_path:
+        cmd += f" --storage-path {args.storage_path}"
+    print(f"resume with: {cmd}", file=sys.stderr, flush=True)
+    return int(info["exit_code"])
 
 
 def _num_gpus() -> int:

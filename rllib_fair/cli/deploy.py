@@ -63,7 +63,34 @@ def find_checkpoint(path: str | Path) -> Path:
 
 
 def _checkpoints(folder: Path, pattern: str) -> list[Path]:
-    return [c for c in folder.glob(pattern) if c.is_dir() and (c / "algorithm_state.pkl").exists()]
+    """Checkpoint folders under ``folder``, without those whose write never finished.
+
+    A checkpoint the runner never confirmed (no manifest) and that is not structurally
+    whole is what a run killed during the write leaves: it is skipped, never deployed.
+    """
+    from rllib_fair.cli.storage import check_checkpoint
+
+    return [
+        c
+        for c in folder.glob(pattern)
+        if c.is_dir()
+        and (c / "algorithm_state.pkl").exists()
+        and check_checkpoint(c).state != "incomplete"
+    ]
+
+
+def _intact(checkpoint: Path) -> Path:
+    """The checkpoint itself, or a one-line DeployError naming its damaged file."""
+    from rllib_fair.cli.storage import check_checkpoint
+
+    status = check_checkpoint(checkpoint)
+    if not status.usable:
+        what = "was never completed" if status.state == "incomplete" else "is corrupted"
+        raise DeployError(
+            f"CHECKPOINT: {str(checkpoint)!r} {what}: {status.problem}; valid: an intact "
+            "checkpoint (pass an older checkpoint_* folder of the same trial)"
+        )
+    return checkpoint
 
 
 def _newest(found: list[Path]) -> Path:
@@ -71,6 +98,19 @@ def _newest(found: list[Path]) -> Path:
 
 
 def locate_checkpoint(path: str | Path) -> tuple[Path, str]:
+    """The algorithm checkpoint a path names (checked intact), and why that one.
+
+    See :func:`_locate`; the checkpoint chosen is then checked against the manifest
+    the runner wrote with it (or, without one, for whole files).
+
+    Raises:
+        DeployError: one line naming the path (or the damaged file) and what was expected.
+    """
+    checkpoint, why = _locate(path)
+    return _intact(checkpoint), why
+
+
+def _locate(path: str | Path) -> tuple[Path, str]:
     """The algorithm checkpoint a path names, and why that one (one line).
 
     Accepts a checkpoint folder, a trial folder (its newest ``checkpoint_*``) or an

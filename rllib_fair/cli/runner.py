@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -230,6 +231,27 @@ def apply_runtime_defaults(exp: Experiment) -> None:
         cfg.fault_tolerance(delay_between_env_runner_restarts_s=RESTART_DELAY_S)
 
 
+#: Minutes between checkpoints of a trial when the YAML sets no checkpoint frequency.
+DEFAULT_CHECKPOINT_MINUTES = 5.0
+
+
+def checkpoint_policy(exp: Experiment) -> tuple[dict[str, Any], float | None]:
+    """Tune's ``CheckpointConfig`` settings and the minutes between clock checkpoints.
+
+    ``checkpoint_every_minutes`` (ours) checkpoints a trial once that many minutes
+    passed since its last checkpoint; Tune's ``checkpoint_frequency`` counts
+    iterations. Without either, trials checkpoint every
+    :data:`DEFAULT_CHECKPOINT_MINUTES` minutes; ``checkpoint_every_minutes: 0`` turns
+    the clock off. Every trial also checkpoints on SIGINT/SIGTERM (see
+    :mod:`rllib_fair.cli.interrupt`).
+    """
+    ckpt = dict(exp.checkpoint_config)
+    minutes = ckpt.pop("checkpoint_every_minutes", None)
+    if minutes is None and not ckpt.get("checkpoint_frequency"):
+        minutes = DEFAULT_CHECKPOINT_MINUTES
+    return ckpt, (float(minutes) if minutes else None)
+
+
 def experiment_dir(exp: Experiment, storage_path: str | None) -> Path:
     """The folder Tune writes the experiment to."""
     storage = Path(storage_path or exp.storage_path or "results").expanduser().resolve()
@@ -311,9 +333,11 @@ def run_experiment(
     exp_dir = experiment_dir(exp, storage_path)
     storage = exp_dir.parent
     algo_cls = get_algorithm_class(exp.run)
+    from rllib_fair.cli import interrupt
+
     if resume and can_resume(exp, storage_path):
         # Finished trials stay finished; unfinished and errored ones continue from their
-        # last checkpoint (from scratch if they had none).
+        # last checkpoint (from scratch if they had none; the CLI says so before).
         tuner = tune.Tuner.restore(
             str(exp_dir),
             trainable=algo_cls,
@@ -322,13 +346,13 @@ def run_experiment(
             param_space=param_space(exp),
         )
     else:
-        ckpt = dict(exp.checkpoint_config)
+        ckpt, every_minutes = checkpoint_policy(exp)
         run_config = tune.RunConfig(
             name=exp.name,
             storage_path=str(storage),
             stop=_make_stopper(exp, as_test),
             checkpoint_config=tune.CheckpointConfig(**ckpt) if ckpt else None,
-            callbacks=[_make_tune_callback(exp)],
+            callbacks=[_make_tune_callback(exp), interrupt.RunGuard(exp.name, every_minutes)],
             verbose=0,
         )
         tuner = tune.Tuner(
@@ -343,8 +367,14 @@ def run_experiment(
         flush=True,
     )
     t0 = time.time()
-    with _plain_tune_output():
-        grid = tuner.fit()
+    state = interrupt.begin()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with _plain_tune_output():
+            grid = tuner.fit()
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
     wall = time.time() - t0
     gkey = gap_key(exp)
     own = own_metrics(exp)
@@ -420,6 +450,15 @@ def run_experiment(
             }
         )
     summary = {"experiment": exp.name, "storage": str(storage), "wall_s": wall, "trials": trials}
+    if state.manifest_errors:
+        summary["manifest_errors"] = dict(state.manifest_errors)
+    if state.signum is not None:
+        summary["interrupted"] = {
+            "signal": state.signal_name,
+            "exit_code": state.exit_code,
+            "saved": {tid: list(v) for tid, v in state.saved.items()},
+            "unsaved": sorted(state.unsaved | state.waiting),
+        }
     for t in trials:
         t["stopped_early"] = _stopped_early(exp, t, as_test)
     if exp.selection is not None:

@@ -1,0 +1,376 @@
+"""What a run leaves on disk, checked before anything trusts it.
+
+Three guarantees of the runner rest on this module (see ``docs/reliability.md``):
+
+* **Checkpoints are complete or not used.** When Tune registers a checkpoint, the
+  runner writes a manifest into it (:data:`MANIFEST`: every file's size and SHA-256,
+  written atomically). A checkpoint with a manifest is *complete*; a file that no
+  longer matches it is *corrupted* and named in a one-line error. A checkpoint
+  without a manifest (written before the runner confirmed it: a driver killed during
+  the write, or an older run) is checked structurally: the files RLlib needs exist,
+  JSON parses and every pickle runs to its STOP opcode. A half-written one is moved
+  aside on ``--resume`` and skipped by ``evaluate``, never restored.
+* **One run per experiment folder.** :class:`ExperimentLock` holds an exclusive
+  ``flock`` on ``<experiment>/.rllib-fair.lock`` for the length of a run; a second
+  run into the same folder stops before Ray starts and names the holder.
+* **Resume says what it continues from.** :func:`resume_plan` reads each trial
+  folder: finished or not, the checkpoint it continues from and at which iteration,
+  or that it has none and starts over.
+
+Nothing here imports Ray or torch, and nothing unpickles a file (the checks read
+opcodes, not objects), so it runs before Ray starts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import pickletools
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: The manifest the runner writes into every checkpoint Tune registers.
+MANIFEST = ".rllib-fair-manifest.json"
+#: The lock file of a running experiment.
+LOCK_NAME = ".rllib-fair.lock"
+#: Where ``--resume`` moves checkpoints that were never completed.
+INCOMPLETE_DIR = ".incomplete"
+
+_CHECKPOINT_RE = re.compile(r"^checkpoint_(\d+)$")
+
+
+class StorageError(ValueError):
+    """One line naming the path and what is wrong with it."""
+
+
+# -- checkpoint manifests and integrity -------------------------------------------------
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST and ".tmp" not in p.name
+    )
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_manifest(checkpoint: str | Path, training_iteration: int | None = None) -> Path:
+    """Records every file of a complete checkpoint (size and SHA-256), atomically."""
+    folder = Path(checkpoint)
+    entries = {
+        str(p.relative_to(folder)): {"size": p.stat().st_size, "sha256": _sha256(p)}
+        for p in _files(folder)
+    }
+    payload = {
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "training_iteration": training_iteration,
+        "files": entries,
+    }
+    tmp = folder / f"{MANIFEST}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(payload, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, folder / MANIFEST)
+    return folder / MANIFEST
+
+
+def _pickle_problem(path: Path) -> str | None:
+    """Why a pickle file is not a whole pickle (truncated or garbled), or None."""
+    try:
+        with open(path, "rb") as f:
+            for _ in pickletools.genops(f):
+                pass
+    except Exception as e:  # noqa: BLE001 - any parse failure means a damaged file
+        return f"not a complete pickle ({type(e).__name__}: {str(e).splitlines()[0][:80]})"
+    return None
+
+
+def _structural_problem(folder: Path) -> str | None:
+    """Why a checkpoint without a manifest cannot be a whole RLlib checkpoint, or None."""
+    meta = folder / "rllib_checkpoint.json"
+    if not meta.is_file():
+        return f"{meta}: missing (not an RLlib checkpoint, or its write never finished)"
+    try:
+        info = json.loads(meta.read_text())
+    except (OSError, ValueError) as e:
+        return f"{meta}: unreadable ({type(e).__name__})"
+    state = str(info.get("state_file") or "algorithm_state")
+    ctor = folder / str(info.get("class_and_ctor_args_file") or "class_and_ctor_args.pkl")
+    candidates = [folder / f"{state}.pkl", folder / f"{state}.msgpack", folder / state]
+    if not any(c.is_file() for c in candidates):
+        return f"{folder / (state + '.pkl')}: missing (the write never finished)"
+    if not ctor.is_file():
+        return f"{ctor}: missing (the write never finished)"
+    for p in _files(folder):
+        if p.suffix == ".pkl":
+            why = _pickle_problem(p)
+            if why:
+                return f"{p}: {why}"
+        elif p.suffix == ".json":
+            try:
+                json.loads(p.read_text())
+            except (OSError, ValueError) as e:
+                return f"{p}: unreadable JSON ({type(e).__name__})"
+    return None
+
+
+@dataclass
+class CheckpointStatus:
+    """One checkpoint folder as found on disk."""
+
+    path: Path
+    #: "complete" (manifest matches), "unconfirmed" (no manifest, structurally whole),
+    #: "incomplete" (no manifest, structurally broken) or "corrupted" (manifest mismatch).
+    state: str
+    problem: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        """True for a checkpoint that may be restored or deployed."""
+        return self.state in ("complete", "unconfirmed")
+
+
+def check_checkpoint(checkpoint: str | Path) -> CheckpointStatus:
+    """Classifies a checkpoint folder (see :class:`CheckpointStatus`)."""
+    folder = Path(checkpoint)
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        problem = _structural_problem(folder)
+        return CheckpointStatus(folder, "incomplete" if problem else "unconfirmed", problem)
+    try:
+        entries = json.loads(manifest.read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return CheckpointStatus(folder, "corrupted", f"{manifest}: unreadable ({type(e).__name__})")
+    for rel, want in sorted(entries.items()):
+        p = folder / rel
+        if not p.is_file():
+            return CheckpointStatus(folder, "corrupted", f"{p}: missing")
+        size = p.stat().st_size
+        if size != want.get("size"):
+            return CheckpointStatus(
+                folder,
+                "corrupted",
+                f"{p}: {size} bytes, the checkpoint wrote {want.get('size')} (truncated or "
+                "overwritten)",
+            )
+        if _sha256(p) != want.get("sha256"):
+            return CheckpointStatus(
+                folder, "corrupted", f"{p}: content differs from what the checkpoint wrote"
+            )
+    return CheckpointStatus(folder, "complete")
+
+
+def checkpoint_index(path: Path) -> int | None:
+    """The number of a ``checkpoint_<n>`` folder, or None for another name."""
+    m = _CHECKPOINT_RE.match(path.name)
+    return int(m.group(1)) if m else None
+
+
+def trial_checkpoints(trial: Path) -> list[Path]:
+    """The ``checkpoint_<n>`` folders of a trial, oldest first."""
+    found = [
+        p for p in trial.glob("checkpoint_*") if p.is_dir() and checkpoint_index(p) is not None
+    ]
+    return sorted(found, key=checkpoint_index)
+
+
+def checkpoint_iteration(checkpoint: Path) -> int | None:
+    """The training iteration a checkpoint was taken at (from its manifest), or None."""
+    try:
+        value = json.loads((Path(checkpoint) / MANIFEST).read_text()).get("training_iteration")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _results(trial: Path) -> list[dict]:
+    path = trial / "result.json"
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut by a kill: the ones before it still count
+    return rows
+
+
+# -- resume ---------------------------------------------------------------------------
+
+
+@dataclass
+class TrialResume:
+    """What ``--resume`` will do with one trial folder."""
+
+    trial: Path
+    finished: bool
+    iterations: int
+    checkpoint: Path | None = None
+    checkpoint_iteration: int | None = None
+    moved_aside: list[Path] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """One line for the user."""
+        name = self.trial.name
+        if self.finished:
+            return f"trial {name}: finished ({self.iterations} iterations), not rerun"
+        if self.checkpoint is None:
+            return (
+                f"WARNING: trial {name} has no checkpoint: it restarts from iteration 1 and "
+                f"its {self.iterations} iteration(s) so far are trained again (its result.json "
+                "and TensorBoard curve then hold both attempts)"
+            )
+        at = (
+            f"iteration {self.checkpoint_iteration}"
+            if self.checkpoint_iteration is not None
+            else "an unknown iteration"
+        )
+        lost = ""
+        if self.checkpoint_iteration is not None and self.iterations > self.checkpoint_iteration:
+            lost = (
+                f"; iterations {self.checkpoint_iteration + 1}-{self.iterations} came after it "
+                "and are trained again"
+            )
+        return f"trial {name}: continues from {self.checkpoint.name} ({at}){lost}"
+
+
+def trial_folders(experiment: Path) -> list[Path]:
+    """The trial folders of an experiment folder (those with a ``params.json``)."""
+    return sorted(p for p in experiment.iterdir() if p.is_dir() and (p / "params.json").is_file())
+
+
+def resume_plan(experiment: Path, *, move_incomplete: bool) -> list[TrialResume]:
+    """Inspects every trial of an experiment folder before ``--resume``.
+
+    Args:
+        experiment: the experiment folder.
+        move_incomplete: move half-written checkpoints (no manifest, structurally
+            broken) into ``<trial>/.incomplete/`` so nothing can restore them.
+
+    Raises:
+        StorageError: one line naming the file, when the newest checkpoint an
+            unfinished trial would continue from is corrupted.
+    """
+    plans = []
+    for trial in trial_folders(experiment):
+        rows = _results(trial)
+        iterations = int(max((r.get("training_iteration") or 0 for r in rows), default=0))
+        finished = bool(rows) and bool(rows[-1].get("done"))
+        plan = TrialResume(trial, finished, iterations)
+        if not finished:
+            for ckpt in reversed(trial_checkpoints(trial)):
+                status = check_checkpoint(ckpt)
+                if status.state == "incomplete":
+                    if move_incomplete:
+                        plan.moved_aside.append(_move_aside(ckpt))
+                    continue
+                if status.state == "corrupted":
+                    raise StorageError(
+                        f"--resume: checkpoint {ckpt.name} of trial {trial.name} is corrupted: "
+                        f"{status.problem}; restore the file, or move {str(ckpt)!r} away to "
+                        "resume from an earlier checkpoint"
+                    )
+                plan.checkpoint = ckpt
+                plan.checkpoint_iteration = checkpoint_iteration(ckpt)
+                break
+        plans.append(plan)
+    return plans
+
+
+def _move_aside(ckpt: Path) -> Path:
+    target_dir = ckpt.parent / INCOMPLETE_DIR
+    target_dir.mkdir(exist_ok=True)
+    target = target_dir / f"{ckpt.name}.{time.strftime('%Y%m%d-%H%M%S')}"
+    os.replace(ckpt, target)
+    return target
+
+
+# -- one run per experiment folder ---------------------------------------------------
+
+
+class ExperimentLock:
+    """An exclusive lock on an experiment folder for the length of a run.
+
+    ``flock`` locks are released by the kernel when the process dies, so a killed run
+    never leaves a stale lock. They hold between processes of one machine and on most
+    network filesystems that support POSIX locks; runs on different machines that share
+    a folder over a filesystem without lock support are not protected.
+    """
+
+    def __init__(self, experiment: Path):
+        self.experiment = Path(experiment)
+        self._fd: int | None = None
+        self._created: Path | None = None
+
+    def acquire(self) -> None:
+        """Takes the lock or raises :class:`StorageError` naming the holder."""
+        top = self.experiment
+        while not top.parent.exists() and top.parent != top:
+            top = top.parent
+        self._created = None if self.experiment.exists() else top
+        self.experiment.mkdir(parents=True, exist_ok=True)
+        path = self.experiment / LOCK_NAME
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise StorageError(
+                f"storage: experiment folder {str(self.experiment)!r} is in use by another "
+                f"run ({holder}); wait for it, or give this run another --storage-path or "
+                "experiment name"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(
+            fd,
+            f"pid {os.getpid()} on {os.uname().nodename}, since "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode(),
+        )
+        self._fd = fd
+
+    def release(self) -> None:
+        """Releases the lock; removes the folder if this run created it and wrote nothing."""
+        if self._fd is None:
+            return
+        path = self.experiment / LOCK_NAME
+        try:
+            os.ftruncate(self._fd, 0)
+            if self._created and [p.name for p in self.experiment.iterdir()] == [LOCK_NAME]:
+                # nothing was written: leave no folder behind (up to the first one that
+                # existed before this run)
+                path.unlink()
+                folder = self.experiment
+                while True:
+                    folder.rmdir()
+                    if folder == self._created:
+                        break
+                    folder = folder.parent
+                    if any(folder.iterdir()):
+                        break
+        except OSError:
+            pass
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> ExperimentLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.release()
+        return False

@@ -1,0 +1,180 @@
+"""Checkpoint manifests, integrity checks, resume plans and the experiment lock.
+
+These build checkpoint-shaped folders by hand (no Ray): the end-to-end paths through
+``rllib-fair train`` are in ``test_interrupt.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import pickle
+
+import pytest
+
+from rllib_fair.cli import storage
+from rllib_fair.cli.storage import (
+    MANIFEST,
+    ExperimentLock,
+    StorageError,
+    check_checkpoint,
+    resume_plan,
+    write_manifest,
+)
+
+
+def make_checkpoint(folder, payload=b"x" * 5000):
+    """A folder with the files an RLlib checkpoint has (tiny stand-ins)."""
+    folder.mkdir(parents=True)
+    (folder / "rllib_checkpoint.json").write_text(
+        json.dumps({"state_file": "algorithm_state", "checkpoint_version": "2.1"})
+    )
+    (folder / "algorithm_state.pkl").write_bytes(pickle.dumps({"training_iteration": 3}))
+    (folder / "class_and_ctor_args.pkl").write_bytes(pickle.dumps(("PPO", {})))
+    learner = folder / "learner_group" / "learner"
+    learner.mkdir(parents=True)
+    (learner / "state.pkl").write_bytes(pickle.dumps({"weights": payload}))
+    (learner / "metadata.json").write_text("{}")
+    return folder
+
+
+def make_trial(experiment, name, rows, checkpoints=()):
+    trial = experiment / name
+    trial.mkdir(parents=True)
+    (trial / "params.json").write_text("{}")
+    (trial / "result.json").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8"
+    )
+    for index, iteration in checkpoints:
+        write_manifest(make_checkpoint(trial / f"checkpoint_{index:06d}"), iteration)
+    return trial
+
+
+def test_manifest_marks_a_complete_checkpoint(tmp_path):
+    ckpt = make_checkpoint(tmp_path / "checkpoint_000000")
+    assert check_checkpoint(ckpt).state == "unconfirmed"  # whole, but never confirmed
+    write_manifest(ckpt, 7)
+    status = check_checkpoint(ckpt)
+    assert (status.state, status.problem, status.usable) == ("complete", None, True)
+    assert storage.checkpoint_iteration(ckpt) == 7
+    files = json.loads((ckpt / MANIFEST).read_text())["files"]
+    assert set(files) == {
+        "rllib_checkpoint.json",
+        "algorithm_state.pkl",
+        "class_and_ctor_args.pkl",
+        "learner_group/learner/state.pkl",
+        "learner_group/learner/metadata.json",
+    }
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
+def test_damaged_file_is_named(tmp_path, damage):
+    ckpt = make_checkpoint(tmp_path / "checkpoint_000004")
+    write_manifest(ckpt, 5)
+    target = ckpt / "learner_group" / "learner" / "state.pkl"
+    data = target.read_bytes()
+    if damage == "truncate":
+        target.write_bytes(data[: len(data) // 2])
+    elif damage == "flip":  # same size, one byte changed inside the payload
+        target.write_bytes(data[:100] + bytes([data[100] ^ 0xFF]) + data[101:])
+    else:
+        target.unlink()
+    status = check_checkpoint(ckpt)
+    assert status.state == "corrupted" and not status.usable
+    assert str(target) in status.problem and "\n" not in status.problem
+    expected = {"truncate": "bytes", "flip": "content differs", "delete": "missing"}[damage]
+    assert expected in status.problem
+
+
+def test_half_written_checkpoint_without_manifest_is_incomplete(tmp_path):
+    # the state a kill during the write leaves: some files, one cut short, no manifest
+    ckpt = make_checkpoint(tmp_path / "checkpoint_000001")
+    state = ckpt / "learner_group" / "learner" / "state.pkl"
+    state.write_bytes(state.read_bytes()[:-40])
+    status = check_checkpoint(ckpt)
+    assert status.state == "incomplete" and str(state) in status.problem
+    assert "STOP" in status.problem or "pickle" in status.problem
+    (ckpt / "rllib_checkpoint.json").unlink()
+    assert check_checkpoint(ckpt).state == "incomplete"
+
+
+def test_resume_plan_uses_the_newest_complete_checkpoint_and_moves_the_cut_one(tmp_path):
+    exp = tmp_path / "exp"
+    rows = [{"training_iteration": i, "done": False} for i in range(1, 8)]
+    trial = make_trial(exp, "PPO_a", rows, checkpoints=[(0, 2), (1, 5)])
+    cut = make_checkpoint(trial / "checkpoint_000002")
+    (cut / "algorithm_state.pkl").write_bytes(b"\x80\x05\x95")  # cut mid-pickle
+    done = make_trial(
+        exp,
+        "PPO_b",
+        [{"training_iteration": 1, "done": False}, {"training_iteration": 2, "done": True}],
+    )
+    plans = {p.trial.name: p for p in resume_plan(exp, move_incomplete=True)}
+    a, b = plans["PPO_a"], plans["PPO_b"]
+    assert (a.finished, a.checkpoint.name, a.checkpoint_iteration) == (
+        False,
+        "checkpoint_000001",
+        5,
+    )
+    assert not cut.exists() and len(a.moved_aside) == 1
+    assert a.moved_aside[0].parent == trial / storage.INCOMPLETE_DIR
+    assert "continues from checkpoint_000001 (iteration 5); iterations 6-7" in a.describe()
+    assert b.finished and "not rerun" in b.describe()
+    assert done.exists()
+
+
+def test_resume_plan_warns_without_checkpoint_and_stops_on_a_corrupted_one(tmp_path):
+    exp = tmp_path / "exp"
+    rows = [{"training_iteration": i} for i in (1, 2, 3)]
+    make_trial(exp, "PPO_a", rows)
+    (plan,) = resume_plan(exp, move_incomplete=False)
+    text = plan.describe()
+    assert text.startswith("WARNING") and "restarts from iteration 1" in text
+    assert "its 3 iteration(s)" in text
+
+    exp2 = tmp_path / "exp2"
+    trial = make_trial(exp2, "PPO_a", rows, checkpoints=[(0, 1), (1, 2)])
+    bad = trial / "checkpoint_000001" / "algorithm_state.pkl"
+    bad.write_bytes(bad.read_bytes()[:5])
+    with pytest.raises(StorageError) as err:
+        resume_plan(exp2, move_incomplete=True)
+    msg = str(err.value)
+    assert "\n" not in msg and str(bad) in msg and "checkpoint_000001" in msg
+    assert (trial / "checkpoint_000001").exists()  # a corrupted one is never moved
+
+
+def _hold_lock(path, ready, release):
+    with ExperimentLock(path):
+        ready.set()
+        release.wait(30)
+
+
+def test_lock_refuses_a_second_run_and_a_dead_holder_leaves_none(tmp_path):
+    exp = tmp_path / "results" / "exp"
+    ctx = mp.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(exp, ready, release))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        with pytest.raises(StorageError) as err:
+            ExperimentLock(exp).acquire()
+        assert f"pid {holder.pid}" in str(err.value) and "in use by another run" in str(err.value)
+    finally:
+        holder.kill()  # a killed holder: the kernel releases its lock
+        holder.join(30)
+    with ExperimentLock(exp):
+        pass
+
+
+def test_lock_leaves_no_folder_when_nothing_was_written(tmp_path):
+    exp = tmp_path / "new" / "deeper" / "exp"
+    lock = ExperimentLock(exp)
+    lock.acquire()
+    assert exp.is_dir()
+    lock.release()
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept" / "exp"
+    with ExperimentLock(kept):
+        (kept / "trial").mkdir()
+    assert (kept / "trial").is_dir()

@@ -400,7 +400,11 @@ def run_experiment(
         steps = _num(last.get(STEPS_KEY)) or 0.0
         ttot = _num(last.get("time_total_s")) or 0.0
         faults = _faults(exp, last)
-        error = _error_line(res.error) if res.error else None
+        from rllib_fair.cli.errors import explain_trial_error
+
+        error = (
+            explain_trial_error(res.error, checkpoint=_checkpoint_path(res)) if res.error else None
+        )
         if error is None:
             # the raw results: the dataframe fills keys an iteration lacked with NaN
             bad = next(

@@ -16,6 +16,8 @@ user can act on and names them:
   or its restarts used up): which runner, how it died;
 * **a checkpoint could not be read on restore** (truncated or corrupted file): the
   file, found in the traceback or by checking the checkpoint's files;
+* **another process of the trial died** (the trainable itself, which also holds the
+  learner when ``num_learners=0``): its class and pid;
 
 and otherwise gives the last meaningful line of the error. The classification reads
 exception types (through Ray's ``cause`` and Python's ``__cause__`` chains) and the
@@ -92,7 +94,8 @@ def explain_trial_error(error: BaseException, *, checkpoint: str | None = None) 
     """
     chain = _chain(error)
     text = _clean(_full_text(error))
-    for rule in (_no_space, _learner_died, _env_runner_died, _unreadable_checkpoint):
+    rules = (_no_space, _learner_died, _env_runner_died, _unreadable_checkpoint, _actor_died)
+    for rule in rules:
         line = rule(error, chain, text, checkpoint)
         if line:
             return _one_line(line, MAX_CHARS)
@@ -202,6 +205,18 @@ def _unreadable_checkpoint(error, chain, text, checkpoint) -> str | None:
         return f"checkpoint file {bad} is corrupted or truncated ({what}); {advice}"
     where = f" {folder}" if folder else ""
     return f"checkpoint{where} could not be read on restore ({what}); {advice}"
+
+
+def _actor_died(error, chain, text, checkpoint) -> str | None:
+    died = _died_actor(chain, text)
+    if died is None:
+        return None
+    cls, pid, how = died
+    who = f"{cls}, pid {pid}" if pid else cls
+    return (
+        f"a process of the trial died ({who}{': ' + how if how else ''}); continue from "
+        "the last checkpoint with --resume"
+    )
 
 
 # -- helpers ---------------------------------------------------------------------------

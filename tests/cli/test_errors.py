@@ -138,6 +138,14 @@ def test_env_runner_whose_env_raised_without_restart():
     )
 
 
+def test_another_actor_of_the_trial_died():
+    # the trainable's own process (it holds the learner when num_learners=0)
+    assert check_one_line(explain_trial_error(actor_died("FairPPO", 31337))) == (
+        "a process of the trial died (FairPPO, pid 31337: Worker unexpectedly exits with a "
+        "connection error code 2); continue from the last checkpoint with --resume"
+    )
+
+
 # -- the storage is full ---------------------------------------------------------------
 
 

@@ -269,21 +269,9 @@ def _cmd_train(args) -> int:
             f"--num-cpus: {args.num_cpus} cannot be combined with --address/RAY_ADDRESS "
             f"{address!r}; the cluster's own resources are used"
         )
-    from rllib_fair.cli.runner import can_resume, check_resources, experiment_dir
-    from rllib_fair.cli.storage import ExperimentLock, StorageError, resume_plan
+    from rllib_fair.cli.runner import check_resources, experiment_dir
+    from rllib_fair.cli.storage import ExperimentLock, StorageError
 
-    if args.resume:
-        for exp in exps:
-            if not can_resume(exp, args.storage_path):
-                return _error(
-                    f"--resume: no interrupted run of {exp.name!r} to resume under "
-                    f"{args.storage_path or exp.storage_path or 'results'!r}; run without "
-                    "--resume first"
-                )
-            try:  # a corrupted checkpoint is named here, before anything starts
-                resume_plan(experiment_dir(exp, args.storage_path), move_incomplete=False)
-            except StorageError as e:
-                return _error(str(e))
     if address is None and not args.no_resource_check:
         # A private local instance: its resources are known before it starts.
         local = {"CPU": float(args.num_cpus or os.cpu_count() or 1), "GPU": float(_num_gpus())}
@@ -301,6 +289,10 @@ def _cmd_train(args) -> int:
             lock.release()
         return _error(str(e))
     try:
+        if args.resume:
+            problem = _check_resume(args, exps)
+            if problem:
+                return _error(problem)
         return _train_locked(args, exps, address)
     except KeyboardInterrupt:  # before Tune's loop (and its checkpointing) began
         print(
@@ -313,12 +305,39 @@ def _cmd_train(args) -> int:
             lock.release()
 
 
+def _check_resume(args, exps) -> str | None:
+    """Why ``--resume`` cannot go on (one line), or None; repairs a cut Tune state."""
+    from rllib_fair.cli.runner import can_resume, experiment_dir
+    from rllib_fair.cli.storage import StorageError, repair_experiment_state, resume_plan
+
+    for exp in exps:
+        folder = experiment_dir(exp, args.storage_path)
+        try:
+            note = repair_experiment_state(folder) if folder.is_dir() else None
+        except StorageError as e:
+            return str(e)
+        if note:
+            print(f"[{exp.name}] resume: {note}", file=sys.stderr)
+        if not can_resume(exp, args.storage_path):
+            return (
+                f"--resume: no interrupted run of {exp.name!r} to resume under "
+                f"{args.storage_path or exp.storage_path or 'results'!r}; run without "
+                "--resume first"
+            )
+        try:  # a corrupted checkpoint is named here, before anything starts
+            resume_plan(folder, move_incomplete=False)
+        except StorageError as e:
+            return str(e)
+    return None
+
+
 def _train_locked(args, exps, address) -> int:
     """Starts Ray and runs the validated experiments (their folders are locked)."""
     import ray
     import torch
 
     from rllib_fair.cli.runner import (
+        RunError,
         check_pass,
         check_resources,
         experiment_dir,
@@ -371,9 +390,13 @@ def _train_locked(args, exps, address) -> int:
                     file=sys.stderr if line.startswith("WARNING") else sys.stdout,
                     flush=True,
                 )
-        summary = run_experiment(
-            exp, as_test=args.as_test, storage_path=args.storage_path, resume=args.resume
-        )
+        try:
+            summary = run_experiment(
+                exp, as_test=args.as_test, storage_path=args.storage_path, resume=args.resume
+            )
+        except RunError as e:
+            print(f"rllib-fair: error: {e}", file=sys.stderr)
+            return 1
         for t in summary["trials"]:
             if t.get("error_full"):
                 print(f"trial {t['trial']} failed:\n{t['error_full']}", file=sys.stderr)
@@ -389,6 +412,12 @@ def _train_locked(args, exps, address) -> int:
             return _report_interrupt(args, exp, summary, exps)
         if any(t["error"] for t in summary["trials"]):
             code = 1
+            from rllib_fair.cli.storage import disk_full_message
+
+            full = disk_full_message(experiment_dir(exp, args.storage_path))
+            if full:  # the cause of the trials' errors: say it last, in one line
+                print(f"rllib-fair: error: {exp.name}: {full}", file=sys.stderr)
+                return 1
         if args.as_test:
             ok, msg = check_pass(exp, summary)
             messages.append(msg)

@@ -26,12 +26,13 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ray import tune
 from ray.rllib.utils.annotations import override
 from ray.tune.result import SHOULD_CHECKPOINT
 
-from rllib_fair.cli.storage import write_manifest
+from rllib_fair.cli.storage import backup_experiment_state, write_manifest
 
 SIGNAL_NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
 
@@ -50,6 +51,8 @@ class InterruptState:
     unsaved: set[str] = field(default_factory=set)
     #: Checkpoints whose manifest could not be written (path -> reason).
     manifest_errors: dict[str, str] = field(default_factory=dict)
+    #: trial folder name -> the iteration its resume should continue after.
+    expected: dict[str, int] = field(default_factory=dict)
     stopping: bool = False
 
     @property
@@ -83,9 +86,11 @@ class RunGuard(tune.Callback):
             checkpoint (None: only Tune's own frequency and the interrupt).
     """
 
-    def __init__(self, name: str, every_minutes: float | None = None):
+    def __init__(self, name: str, every_minutes: float | None = None, experiment: str = ""):
         super().__init__()
         self.name = name
+        self.experiment = experiment
+        self._backup_at: tuple | None = None
         self.every_s = None if every_minutes is None else 60.0 * float(every_minutes)
         self._last: dict[str, float] = {}
         self._trials: list = []
@@ -93,7 +98,7 @@ class RunGuard(tune.Callback):
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.update(_last={}, _trials=[], _previous={})
+        state.update(_last={}, _trials=[], _previous={}, _backup_at=None)
         return state
 
     # -- signals ------------------------------------------------------------------------
@@ -167,6 +172,19 @@ class RunGuard(tune.Callback):
     def on_step_begin(self, iteration, trials, **info):
         """Keeps the trial list for the signal handler."""
         self._trials = trials
+        if self.experiment:
+            self._backup_state()
+
+    def _backup_state(self) -> None:
+        """Copies Tune's experiment state aside each time Tune rewrote it."""
+        try:
+            found = sorted(Path(self.experiment).glob("experiment_state-*.json"))
+            stamp = (found[-1].name, found[-1].stat().st_mtime_ns) if found else None
+        except OSError:
+            return
+        if stamp is not None and stamp != self._backup_at:
+            if backup_experiment_state(self.experiment):
+                self._backup_at = stamp
 
     @override(tune.Callback)
     def on_trial_start(self, iteration, trials, trial, **info):
@@ -176,15 +194,32 @@ class RunGuard(tune.Callback):
     @override(tune.Callback)
     def on_trial_result(self, iteration, trials, trial, result, **info):
         """Asks for a checkpoint after an interrupt, or when the clock says so."""
+        now = time.monotonic()
+        self._check_restored(trial, result)
         if STATE.signum is not None:
             if trial.trial_id in STATE.waiting:
                 result[SHOULD_CHECKPOINT] = True
             return
         if self.every_s is None:
             return
-        now = time.monotonic()
         if now - self._last.setdefault(trial.trial_id, now) >= self.every_s:
             result[SHOULD_CHECKPOINT] = True
+
+    def _check_restored(self, trial, result) -> None:
+        """Warns when a resumed trial started over although a checkpoint was expected."""
+        name = Path(str(getattr(trial, "path", "") or "")).name
+        expected = STATE.expected.pop(name, None)
+        if expected is None or result.get("iterations_since_restore") != 1:
+            return
+        if int(result.get("training_iteration") or 0) != expected + 1:
+            print(
+                f"[{self.name} {trial.trial_id}] WARNING: the trial was expected to continue "
+                f"after iteration {expected} but Tune restarted it at iteration "
+                f"{result.get('training_iteration')} (the experiment state Tune saved last "
+                "named an older checkpoint or none); its result.json holds both attempts",
+                file=sys.stderr,
+                flush=True,
+            )
 
     @override(tune.Callback)
     def on_checkpoint(self, iteration, trials, trial, checkpoint, **info):

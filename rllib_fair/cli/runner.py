@@ -231,6 +231,13 @@ def apply_runtime_defaults(exp: Experiment) -> None:
         cfg.fault_tolerance(delay_between_env_runner_restarts_s=RESTART_DELAY_S)
 
 
+class RunError(RuntimeError):
+    """A run that ended without results Tune could report (one line)."""
+
+
+#: Seconds between copies of Tune's experiment state to the storage path.
+STATE_SYNC_S = 10.0
+
 #: Minutes between checkpoints of a trial when the YAML sets no checkpoint frequency.
 DEFAULT_CHECKPOINT_MINUTES = 5.0
 
@@ -352,7 +359,13 @@ def run_experiment(
             storage_path=str(storage),
             stop=_make_stopper(exp, as_test),
             checkpoint_config=tune.CheckpointConfig(**ckpt) if ckpt else None,
-            callbacks=[_make_tune_callback(exp), interrupt.RunGuard(exp.name, every_minutes)],
+            callbacks=[
+                _make_tune_callback(exp),
+                interrupt.RunGuard(exp.name, every_minutes, str(exp_dir)),
+            ],
+            # Tune copies its experiment state to the storage path at most this often
+            # (its default, 5 minutes, is what a killed run would lose on resume)
+            sync_config=tune.SyncConfig(sync_period=STATE_SYNC_S),
             verbose=0,
         )
         tuner = tune.Tuner(
@@ -368,10 +381,25 @@ def run_experiment(
     )
     t0 = time.time()
     state = interrupt.begin()
+    if resume:
+        from rllib_fair.cli.storage import resume_plan
+
+        state.expected = {
+            p.trial.name: p.checkpoint_iteration
+            for p in resume_plan(exp_dir, move_incomplete=False)
+            if not p.finished and p.checkpoint_iteration is not None
+        }
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with _plain_tune_output():
             grid = tuner.fit()
+    except Exception as e:  # Tune itself failed (not a trial): one line, not its traceback
+        from rllib_fair.cli.storage import disk_full_message
+
+        why = disk_full_message(exp_dir) or (
+            f"Ray Tune stopped the run: {type(e).__name__}: {_error_line(e)}"
+        )
+        raise RunError(f"{exp.name}: {why}") from e
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
@@ -465,6 +493,8 @@ def run_experiment(
         }
     for t in trials:
         t["stopped_early"] = _stopped_early(exp, t, as_test)
+        if state.signum is None and not t["stopped_early"] and t["error"] is None:
+            t["error"] = _short_of_budget(exp, t, as_test)
     if exp.selection is not None:
         summary["selection"] = select_trial(exp, trials)
         out = storage / exp.name / "selection.json"
@@ -573,6 +603,29 @@ def _stopped_early(exp: Experiment, trial: dict, as_test: bool) -> bool:
     if as_test and trial["passed_at"] is not None:
         return False
     return not any((_num(last.get(k)) or 0.0) >= v for k, v in exp.stop.items())
+
+
+def _short_of_budget(exp: Experiment, trial: dict, as_test: bool) -> str | None:
+    """Why a trial that ended without error is not done (one line), or None.
+
+    A trial ends at its budget, when ``--as-test`` criteria held, or by a scheduler;
+    ending anywhere else (seen once after a restore from a full disk) must not pass
+    for a finished run.
+    """
+    if not trial["history"] or (as_test and trial["passed_at"] is not None):
+        return None
+    last = trial["history"][-1]
+    if any((_num(last.get(k)) or 0.0) >= v for k, v in exp.stop.items()):
+        return None
+    budget = ", ".join(f"{k} {_plain_number(v)}" for k, v in exp.stop.items())
+    return (
+        f"ended at iteration {int(last.get('training_iteration') or 0)} before its budget "
+        f"({budget}) without an error; run again with --resume to continue it"
+    )
+
+
+def _plain_number(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
 
 def _grid_params(exp: Experiment, config: dict) -> dict[str, Any]:

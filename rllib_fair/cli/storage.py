@@ -207,6 +207,120 @@ def _results(trial: Path) -> list[dict]:
     return rows
 
 
+# -- a full disk ------------------------------------------------------------------------
+
+#: Free space below which a storage path counts as full.
+FULL_BELOW_BYTES = 1 << 20
+
+
+def disk_full_message(storage: str | Path) -> str | None:
+    """One line when the filesystem under an experiment folder is (nearly) full, else None.
+
+    It names the free space, the newest complete checkpoint of each trial (those are
+    intact: a checkpoint that could not be finished is never confirmed) and what to do.
+    """
+    import shutil
+
+    path = Path(storage)
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return None
+    if free >= FULL_BELOW_BYTES:
+        return None
+    complete = []
+    for ckpt in sorted(Path(storage).glob("*/checkpoint_*")):
+        if check_checkpoint(ckpt).state == "complete":
+            complete.append(ckpt)
+    kept = (
+        f"{len(complete)} complete checkpoint(s) are intact (newest: {complete[-1]})"
+        if complete
+        else "no complete checkpoint was written"
+    )
+    return (
+        f"storage: no space left under {str(storage)!r} ({free // 1024} KiB free); {kept}; "
+        "free space (or pass another --storage-path) and run again with --resume"
+    )
+
+
+# -- Tune's experiment state ----------------------------------------------------------
+
+#: The runner's copy of the newest experiment state that parsed.
+STATE_BACKUP = ".rllib-fair-experiment-state.json"
+
+
+def _newest_state(experiment: Path) -> Path | None:
+    found = sorted(experiment.glob("experiment_state-*.json"))
+    return found[-1] if found else None
+
+
+def backup_experiment_state(experiment: str | Path) -> bool:
+    """Copies Tune's newest experiment state aside if it parses (atomically).
+
+    Tune rewrites ``experiment_state-<time>.json`` in place; a write cut by a full disk
+    or a kill leaves it truncated, and Tune then restarts every trial from iteration 1.
+    The copy lets :func:`repair_experiment_state` put the last whole one back.
+    Returns True if a copy was written.
+    """
+    experiment = Path(experiment)
+    state = _newest_state(experiment)
+    if state is None:
+        return False
+    try:
+        text = state.read_text()
+        json.loads(text)
+    except (OSError, ValueError):
+        return False  # keep the previous copy
+    tmp = experiment / f"{STATE_BACKUP}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps({"file": state.name, "text": text}))
+        os.replace(tmp, experiment / STATE_BACKUP)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def repair_experiment_state(experiment: str | Path) -> str | None:
+    """Puts back the last whole experiment state when Tune's newest one is damaged.
+
+    Returns:
+        One line saying what was done, or None when the newest state parses.
+
+    Raises:
+        StorageError: the state is damaged and there is no copy to put back.
+    """
+    experiment = Path(experiment)
+    state = _newest_state(experiment)
+    if state is None:
+        return None
+    try:
+        json.loads(state.read_text())
+        return None
+    except (OSError, ValueError) as e:
+        why = f"{type(e).__name__}"
+    backup = experiment / STATE_BACKUP
+    try:
+        saved = json.loads(backup.read_text())
+        json.loads(saved["text"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise StorageError(
+            f"--resume: Tune's experiment state {str(state)!r} is damaged ({why}: its write "
+            "was cut) and no whole copy exists, so Tune would restart every trial from "
+            "iteration 1; the trials' checkpoints are intact and `rllib-fair evaluate` "
+            "deploys them"
+        ) from None
+    os.replace(state, state.with_name(state.name + ".damaged"))
+    (experiment / saved["file"]).write_text(saved["text"])
+    return (
+        f"Tune's experiment state {state.name} was damaged ({why}: its write was cut); put "
+        f"back the last whole copy ({saved['file']}); the damaged file is kept as "
+        f"{state.name}.damaged"
+    )
+
+
 # -- resume ---------------------------------------------------------------------------
 
 

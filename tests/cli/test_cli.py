@@ -272,7 +272,7 @@ BAD_INPUT = [
     pytest.param(
         changed((("checkpoint_config", "every"), 2)),
         [],
-        ["checkpoint_config.every", "checkpoint_at_end, checkpoint_frequency, num_to_keep"],
+        ["checkpoint_config.every", "checkpoint_at_end, checkpoint_every_minutes, checkpoint_frequency, num_to_keep"],
         id="unknown-checkpoint-key",
     ),
     pytest.param(

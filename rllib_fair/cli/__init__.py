@@ -308,7 +308,12 @@ def _cmd_train(args) -> int:
 def _check_resume(args, exps) -> str | None:
     """Why ``--resume`` cannot go on (one line), or None; repairs a cut Tune state."""
     from rllib_fair.cli.runner import can_resume, experiment_dir
-    from rllib_fair.cli.storage import StorageError, repair_experiment_state, resume_plan
+    from rllib_fair.cli.storage import (
+        StorageError,
+        drop_stale_decisions,
+        repair_experiment_state,
+        resume_plan,
+    )
 
     for exp in exps:
         folder = experiment_dir(exp, args.storage_path)
@@ -318,6 +323,13 @@ def _check_resume(args, exps) -> str | None:
             return str(e)
         if note:
             print(f"[{exp.name}] resume: {note}", file=sys.stderr)
+        stale = drop_stale_decisions(folder) if folder.is_dir() else []
+        if stale:
+            print(
+                f"[{exp.name}] resume: cleared decisions Tune saved for trials being "
+                f"checkpointed when the run ended: {', '.join(stale)}",
+                file=sys.stderr,
+            )
         if not can_resume(exp, args.storage_path):
             return (
                 f"--resume: no interrupted run of {exp.name!r} to resume under "

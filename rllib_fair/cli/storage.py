@@ -321,6 +321,39 @@ def repair_experiment_state(experiment: str | Path) -> str | None:
     )
 
 
+def drop_stale_decisions(experiment: str | Path) -> list[str]:
+    """Clears the trial decisions Tune saved with its state; returns the trial ids.
+
+    Ray Tune 2.60 keeps a decision (STOP, CONTINUE) for a trial whose checkpoint is
+    being saved, and writes that dict into the experiment state. A trial that failed
+    while saving (a full disk) leaves a STOP there; on resume Tune applies it after
+    the first checkpoint of the restored trial, which then ends one iteration later,
+    below its budget. Nothing is being saved when a run resumes, so every saved
+    decision is stale. This is the one place that edits Tune's private state format
+    (the ``runner_data`` keys below); when they are absent it does nothing.
+    """
+    experiment = Path(experiment)
+    state = _newest_state(experiment)
+    if state is None:
+        return []
+    try:
+        data = json.loads(state.read_text())
+        runner = data["runner_data"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    stale = []
+    for key in ("_cached_trial_decisions", "_queued_trial_decisions"):
+        decisions = runner.get(key) if isinstance(runner, dict) else None
+        if isinstance(decisions, dict) and decisions:
+            stale += [f"{tid} ({d})" for tid, d in decisions.items()]
+            runner[key] = {}
+    if stale:
+        tmp = experiment / f"{state.name}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, state)
+    return stale
+
+
 # -- resume ---------------------------------------------------------------------------
 
 

@@ -272,7 +272,10 @@ BAD_INPUT = [
     pytest.param(
         changed((("checkpoint_config", "every"), 2)),
         [],
-        ["checkpoint_config.every", "checkpoint_at_end, checkpoint_every_minutes, checkpoint_frequency, num_to_keep"],
+        [
+            "checkpoint_config.every",
+            "checkpoint_at_end, checkpoint_every_minutes, checkpoint_frequency, num_to_keep",
+        ],
         id="unknown-checkpoint-key",
     ),
     pytest.param(
@@ -402,8 +405,9 @@ def test_console_script_bad_input_prints_exactly_one_line(tmp_path, results):
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     assert proc.stderr.splitlines() == [
-        "rllib-fair: error: config: fairness_notion: unknown fairness notion 'equal_opp'; "
-        "valid choices: " + ", ".join(_notions())
+        "rllib-fair: error: config.fairness_notion: 'equal_opp' is invalid; valid choices: "
+        + ", ".join(_notions())
+        + ", null (the env's default notion)"
     ]
     assert snapshot(results) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp.yaml", "results"]

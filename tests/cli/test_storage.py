@@ -178,3 +178,45 @@ def test_lock_leaves_no_folder_when_nothing_was_written(tmp_path):
     with ExperimentLock(kept):
         (kept / "trial").mkdir()
     assert (kept / "trial").is_dir()
+
+
+def test_stale_decisions_in_tune_state_are_cleared(tmp_path):
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    state = {
+        "trial_data": [],
+        "runner_data": {
+            "_cached_trial_decisions": {"a_00000": "STOP"},
+            "_queued_trial_decisions": {},
+            "_iteration": 7,
+        },
+    }
+    (exp / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps(state))
+    assert storage.drop_stale_decisions(exp) == ["a_00000 (STOP)"]
+    saved = json.loads((exp / "experiment_state-2026-01-01_00-00-00.json").read_text())
+    assert saved["runner_data"] == {
+        "_cached_trial_decisions": {},
+        "_queued_trial_decisions": {},
+        "_iteration": 7,
+    }
+    assert storage.drop_stale_decisions(exp) == []
+
+
+def test_cut_experiment_state_is_put_back_from_the_copy(tmp_path):
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    name = "experiment_state-2026-01-01_00-00-00.json"
+    whole = json.dumps({"trial_data": [["x", "y"]], "runner_data": {}})
+    (exp / name).write_text(whole)
+    assert storage.backup_experiment_state(exp)
+    (exp / name).write_text(whole[:20])  # the write a full disk cut
+    assert not storage.backup_experiment_state(exp)  # the copy keeps the whole one
+    note = storage.repair_experiment_state(exp)
+    assert "put back the last whole copy" in note
+    assert (exp / name).read_text() == whole
+    assert (exp / f"{name}.damaged").read_text() == whole[:20]
+    assert storage.repair_experiment_state(exp) is None
+    (exp / storage.STATE_BACKUP).unlink()
+    (exp / name).write_text(whole[:20])
+    with pytest.raises(StorageError, match="no whole copy exists"):
+        storage.repair_experiment_state(exp)

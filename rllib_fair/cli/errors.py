@@ -41,7 +41,7 @@ DETAIL_CHARS = 200
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # the header Ray writes for a failed remote call: "ray::Class.method() (pid=123, ..."
 _HEADER = re.compile(r"ray::(?P<cls>[A-Za-z_][\w]*)\.(?P<method>[\w]+)\(\)\s*\(pid=(?P<pid>\d+)")
-_CLASS_NAME = re.compile(r"class_name:\s*(?P<cls>[\w.]+)")
+_CLASS_NAME = re.compile(r"class_name:\s*(?P<cls>\S+)")
 _PID = re.compile(r"\bpid:\s*(?P<pid>\d+)")
 _EXIT_DETAIL = re.compile(r"Worker exit detail:\s*(?P<detail>[^.]*)")
 
@@ -297,7 +297,8 @@ def _died_actor(chain, text) -> tuple[str, str | None, str | None] | None:
         pid = _PID.search(src)
         how = _EXIT_DETAIL.search(src)
         return (
-            cls.group("cls"),
+            # a class defined in a function: "make_class.<locals>.Name" -> "Name"
+            cls.group("cls").rsplit(".", 1)[-1],
             pid.group("pid") if pid else None,
             _short(how.group("detail")) if how else None,
         )

@@ -100,7 +100,7 @@ def wait_for(condition, stop: threading.Event, timeout: float = WAIT_S, period: 
 def checkpoints(exp_dir: Path) -> list[Path]:
     """The trial's checkpoint folders that hold a learner state (iteration order)."""
     found = exp_dir.glob("*/checkpoint_*/learner_group/learner/state.pkl")
-    return sorted(p.parents[2] for p in found)
+    return sorted(p.parents[2] for p in found if not p.parents[3].name.startswith("."))
 
 
 def rows(exp_dir: Path) -> list[dict]:

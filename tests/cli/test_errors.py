@@ -82,8 +82,14 @@ def check_one_line(line: str) -> str:
 # -- a learner died --------------------------------------------------------------------
 
 
-def test_learner_actor_died_names_the_learner_and_its_pid():
-    line = explain_trial_error(actor_died("_WrappedExecutable", 4242))
+@pytest.mark.parametrize(
+    "class_name",
+    # Ray reports the class by its qualified name: RLlib's learners run in a class that
+    # Ray Train defines inside a function
+    ["create_executable_class.<locals>._WrappedExecutable", "_WrappedExecutable"],
+)
+def test_learner_actor_died_names_the_learner_and_its_pid(class_name):
+    line = explain_trial_error(actor_died(class_name, 4242))
     assert check_one_line(line) == (
         "a learner process died (a Ray Train worker hosting a learner, pid 4242: Worker "
         "unexpectedly exits with a connection error code 2); " + LEARNER_ADVICE

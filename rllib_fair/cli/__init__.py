@@ -31,9 +31,48 @@ class _HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+#: How a usage error names what a typed option accepts.
+_TYPE_WORDS = {"int": "an integer", "float": "a number"}
+
+
+def _usage_line(prog: str, message: str) -> str:
+    """One line, in the package's wording, of argparse's error ``message`` (parser ``prog``).
+
+    ``argument --seed: invalid int value: 'abc'`` becomes ``--seed: 'abc' is invalid;
+    valid: an integer``; other messages keep argparse's words, prefixed with the
+    subcommand, and say where the usage is.
+    """
+    import re
+
+    sub = prog.split(" ", 1)[1] if " " in prog else ""
+    m = re.fullmatch(r"argument (\S+?)(?:/\S+)?: invalid (\w+) value: (.+)", message)
+    if m and m.group(2) in _TYPE_WORDS:
+        return f"{m.group(1)}: {m.group(3)} is invalid; valid: {_TYPE_WORDS[m.group(2)]}"
+    m = re.fullmatch(
+        r"argument (\S+?)(?:/\S+)?: invalid choice: (.+?) \(choose from (.+)\)", message
+    )
+    if m:
+        choices = m.group(3).replace("'", "")
+        return f"{m.group(1)}: invalid choice: {m.group(2)}; valid choices: {choices}"
+    text = message.removeprefix("argument ")
+    where = f"{sub}: " if sub else ""
+    return f"{where}{text} (usage: {prog} --help)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with one-line usage errors (``rllib-fair: error: ...``, exit 2).
+
+    Its subcommand parsers are of this class too (argparse makes them with the parent's).
+    """
+
+    def error(self, message: str):
+        """Prints one line naming the argument, the bad value and what is valid; exits 2."""
+        self.exit(2, f"rllib-fair: error: {_usage_line(self.prog, message)}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     fmt = _HelpFormatter
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="rllib-fair",
         description="Long-term fairness experiments on Ray RLlib.",
         formatter_class=fmt,

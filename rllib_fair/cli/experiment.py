@@ -57,6 +57,8 @@ from typing import Any
 
 import yaml
 
+from rllib_fair.settings import RLLIB_SETTINGS, Setting, SettingError, check_values
+
 TOP_LEVEL_KEYS = (
     "run",
     "env",
@@ -368,6 +370,10 @@ def _result_key(section: str, key: str) -> str:
     key = LEGACY_RESULT_KEYS.get(key, key)
     if key in BUDGET_KEYS or key.startswith(RESULT_PREFIXES):
         return key
+    if "/" in key and all(key.split("/")):
+        # an algorithm's own namespace (lucbfair/..., uncertainty/...) or a typo:
+        # checked against the keys the configured algorithm reports (_check_metric_key)
+        return key
     valid = ", ".join(sorted(set(LEGACY_RESULT_KEYS.values())))
     raise ExperimentError(
         f"{section}.{key}: unknown result key {key!r}; valid: {valid}, or a key under "
@@ -557,33 +563,6 @@ def _integer(low: int, *, none: bool = False, also: tuple[str, ...] = ()) -> _Ru
     return _Rule(ok, f"an integer >= {low}" + "".join(f" or {e}" for e in extra))
 
 
-def _schedule_or(rule: _Rule) -> _Rule:
-    """``rule`` or an RLlib schedule ``[[0, v0], [t1, v1], ...]`` with finite values >= 0."""
-
-    def is_timestep(t: Any) -> bool:
-        return _is_number(t) and _finite(t) and t >= 0 and float(t).is_integer()
-
-    def ok(value: Any) -> bool:
-        if not isinstance(value, list):
-            return rule.ok(value)
-        if len(value) < 2:
-            return False
-        last = -1.0
-        for pair in value:
-            if not isinstance(pair, list) or len(pair) != 2 or not is_timestep(pair[0]):
-                return False
-            if pair[0] < last or not _real(0).ok(pair[1]):
-                return False
-            last = pair[0]
-        return value[0][0] == 0
-
-    return _Rule(
-        ok,
-        f"{rule.valid}, or a schedule [[0, v0], [t1, v1], ...] of at least two [timestep, "
-        "value] pairs (integer timesteps from 0, non-decreasing; finite values >= 0)",
-    )
-
-
 def _positive_int_list(value: Any) -> bool:
     return isinstance(value, list) and all(_is_int(v) and v > 0 for v in value)
 
@@ -606,49 +585,18 @@ def _activation(value: Any) -> bool:
 
 
 _POSITIVE = _real(0, strict=True)
-_NON_NEGATIVE = _real(0)
-_UNIT = _real(0, 1)
 _HIDDENS = _Rule(_positive_int_list, "a list of positive integers (layer sizes), e.g. [64, 64]")
 _ACTIVATION = _Rule(
     _activation,
     f"one of {', '.join(_ACTIVATIONS)} (or a torch.nn activation class name such as GELU)",
 )
 
-#: Checks of config settings (attribute names, after CONFIG_TRANSLATIONS), applied to
-#: every value and grid value before RLlib sees it. Settings not listed here get a type
-#: check against their default (a number for numbers, true/false for booleans).
-CONFIG_RULES: dict[str, _Rule] = {
-    "lr": _schedule_or(_POSITIVE),
-    "entropy_coeff": _schedule_or(_NON_NEGATIVE),
-    "gamma": _UNIT,
-    "lambda_": _UNIT,
-    "clip_param": _POSITIVE,
-    "vf_clip_param": _POSITIVE,
-    "vf_loss_coeff": _NON_NEGATIVE,
-    "kl_coeff": _NON_NEGATIVE,
-    "kl_target": _POSITIVE,
-    "grad_clip": _real(0, strict=True, none=True),
-    "train_batch_size_per_learner": _integer(1),
-    "train_batch_size": _integer(1),
-    "minibatch_size": _integer(1),
-    "num_epochs": _integer(1),
-    "num_env_runners": _integer(0),
-    "num_envs_per_env_runner": _integer(1),
-    "num_learners": _integer(0),
-    "rollout_fragment_length": _integer(1, also=("auto",)),
-    "seed": _integer(0, none=True),
-    "evaluation_duration": _integer(1, also=("auto",)),
-    "evaluation_num_env_runners": _integer(0),
-    "evaluation_interval": _integer(0, none=True),
-    "batch_mode": _Rule(
-        lambda v: v in ("truncate_episodes", "complete_episodes"),
-        "'truncate_episodes' or 'complete_episodes'",
-    ),
-    "framework_str": _Rule(lambda v: v == "torch", "'torch' (the only framework supported)"),
-    "num_cpus_per_env_runner": _NON_NEGATIVE,
-    "num_gpus_per_learner": _NON_NEGATIVE,
-    "fairness_smoothing": _NON_NEGATIVE,
-}
+#: Checks of RLlib's config settings (attribute names, after CONFIG_TRANSLATIONS), applied
+#: to every value and grid value before RLlib sees it: the declarations of
+#: :data:`rllib_fair.settings.RLLIB_SETTINGS`. The algorithm's own settings are checked by
+#: its declarations (``DECLARED_SETTINGS``); settings declared nowhere get a type check
+#: against their default (a number for numbers, true/false for booleans).
+CONFIG_RULES: dict[str, Setting] = {s.name: s for s in RLLIB_SETTINGS}
 
 #: RLlib's DEPRECATED_VALUE: the default of settings it still stores but never reads.
 _DEPRECATED_VALUE = -1
@@ -712,15 +660,22 @@ def _non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
     return None
 
 
-def _check_value(where: str, value: Any, rule: _Rule | None, default: Any) -> None:
-    """One setting: finite numbers, then its rule, else the type of its default."""
+def _check_value(where: str, value: Any, rule: _Rule | Setting | None, default: Any) -> None:
+    """One setting: finite numbers, then its rule or declaration, else its default's type."""
     bad = _non_finite(value)
     if bad is not None:
-        if not bad[0]:
+        if not bad[0] and isinstance(rule, Setting):
+            valid = rule.valid_text().removeprefix("choices: ")
+        elif not bad[0]:
             valid = rule.valid if rule is not None else "a finite number"
         else:
             valid = "finite numbers"
         raise ExperimentError(f"{where}{bad[0]}: {bad[1]!r} is not finite; valid: {valid}")
+    if isinstance(rule, Setting):
+        err = rule.problem(value, where)
+        if err is not None:
+            raise ExperimentError(str(err))
+        return
     if rule is not None:
         if not rule.ok(value):
             raise ExperimentError(f"{where}: {value!r} is invalid; valid: {rule.valid}")
@@ -763,8 +718,10 @@ def build_config(run: str, env: str, env_config: dict, config: dict):
     ``DefaultModelConfig`` plus the algorithm's own model keys.
     """
     from rllib_fair.algorithms import get_config_class
+    from rllib_fair.settings import collect
 
     cfg = get_config_class(run)()
+    declared = {**CONFIG_RULES, **collect(type(cfg))[0]}
     cfg.environment(env, env_config=env_config)
     # PPOConfig() defaults to 2 remote env runners; tuned examples start from 0 unless
     # they say otherwise (RLLIB_NOTES: a 2-core machine).
@@ -798,11 +755,11 @@ def build_config(run: str, env: str, env_config: dict, config: dict):
                 f"config.{key}: unknown setting for {run} ({type(cfg).__name__}){hint}"
             )
         default = getattr(cfg, attr)
-        if type(default) is int and default == _DEPRECATED_VALUE and attr not in CONFIG_RULES:
+        if type(default) is int and default == _DEPRECATED_VALUE and attr not in declared:
             raise ExperimentError(
                 f"config.{key}: deprecated in RLlib 2.60 (stored but never read); remove it"
             )
-        _check_value(f"config.{key}", value, CONFIG_RULES.get(attr), default)
+        _check_value(f"config.{key}", value, declared.get(attr), default)
         clean[key] = value
     try:
         cfg.update_from_dict(clean)
@@ -933,10 +890,71 @@ def _describe_forms(forms: list[tuple[str, ...]], groups: list[str] | None) -> s
     return ", ".join(shown) + where
 
 
+def reported_patterns(cfg) -> tuple[str, ...]:
+    """Result keys (glob patterns) ``cfg``'s algorithm reports on its env, fairness/ aside.
+
+    The algorithm's ``REPORTED_KEYS`` (along its config class's bases: RLlib's env-runner
+    and perf keys, its learners' keys, its own namespace) and the env class's.
+    """
+    from rllib_fair.envs import ENV_IDS, env_class
+    from rllib_fair.settings import reported_keys
+
+    classes = [type(cfg)]
+    if isinstance(cfg.env, str) and cfg.env in ENV_IDS:
+        classes.append(env_class(cfg.env))
+    return reported_keys(*classes)
+
+
+def _check_reported_key(section: str, key: str, cfgs: list) -> None:
+    """A key outside ``fairness/`` must be one the configured algorithm and env report."""
+    from rllib_fair.settings import matches
+
+    tail = key[len("evaluation/") :] if key.startswith("evaluation/") else key
+    for cfg in cfgs:
+        where = f"{_run_name(cfg)} on {cfg.env}"
+        if key.startswith("evaluation/") and not cfg.evaluation_interval:
+            raise ExperimentError(
+                f"{section}.{key}: no evaluation is configured, so no evaluation/ keys are "
+                "reported; valid: set evaluation_interval (>= 1), or use the key without "
+                "evaluation/"
+            )
+        patterns = reported_patterns(cfg)
+        if matches(tail, patterns):
+            continue
+        concrete = [k for k in patterns if "*" not in k]
+        close = difflib.get_close_matches(tail, concrete, n=2, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        raise ExperimentError(
+            f"{section}.{key}: {where} never reports this key{hint}; valid: a key it reports "
+            f"(docs/settings.md lists them), e.g. {RETURN_KEY}"
+        )
+
+
+def _run_name(cfg) -> str:
+    """The registered name of ``cfg``'s algorithm (its class name if unregistered)."""
+    from rllib_fair.algorithms import ALGORITHMS
+
+    name = type(cfg).__name__
+    for run, spec in ALGORITHMS.items():
+        if spec.config_class == name and type(cfg).__module__ == spec.module:
+            return run
+    return name
+
+
+#: The env's return, the key most criteria use.
+RETURN_KEY = "env_runners/episode_return_mean"
+
+
 def _check_metric_key(section: str, key: str, cfgs: list, groups: list[str] | None) -> None:
-    """A ``fairness/...`` (or ``evaluation/fairness/...``) key must be one a trial reports."""
+    """The key must be one a trial of these configs reports.
+
+    ``fairness/...`` keys (also under ``evaluation/``) are checked against the notions,
+    groups and selective-labels block the configs log; every other key against the result
+    keys the algorithm and env declare (:func:`reported_patterns`).
+    """
     tail = key[len("evaluation/") :] if key.startswith("evaluation/") else key
     if not tail.startswith("fairness/"):
+        _check_reported_key(section, key, cfgs)
         return
     parts = tuple(tail.split("/")[1:])
     if parts[:1] == ("qualification_gain",):
@@ -1020,6 +1038,55 @@ def validate_cli_flags(
             raise ExperimentError(f"{flag}: {value!r} is invalid; valid: an integer >= {low}")
 
 
+#: Kernel filesystems (Linux) that hold no user folders: a storage path there can never be
+#: created, whatever the permissions say (root may "write" to /proc and /sys).
+PSEUDO_FILESYSTEMS = frozenset(
+    {
+        "proc",
+        "sysfs",
+        "cgroup",
+        "cgroup2",
+        "devpts",
+        "securityfs",
+        "debugfs",
+        "tracefs",
+        "configfs",
+        "pstore",
+        "bpf",
+        "fusectl",
+        "mqueue",
+        "efivarfs",
+        "binfmt_misc",
+        "nsfs",
+        "autofs",
+        "rpc_pipefs",
+        "hugetlbfs",
+    }
+)
+
+
+def _filesystem_type(folder: Path, mounts: str = "/proc/self/mounts") -> str | None:
+    """The type of the filesystem ``folder`` is on (the longest mount point above it).
+
+    Read from the mount table; None where there is none (not Linux) or it cannot be read.
+    """
+    try:
+        lines = Path(mounts).read_text().splitlines()
+    except OSError:
+        return None
+    target = os.path.realpath(folder)
+    best, best_type = "", None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = fields[1].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, best_type = point, fields[2]
+    return best_type
+
+
 def _check_storage_path(key: str, path: Any, name: str) -> None:
     """The results folder must be creatable and writable; checked without creating it."""
     if not isinstance(path, str) or not path.strip() or "\0" in path:
@@ -1038,6 +1105,13 @@ def _check_storage_path(key: str, path: Any, name: str) -> None:
         raise ExperimentError(
             f"{key}: {path!r} is invalid: {str(probe)!r} is a file, so no folder can be "
             "created below it; valid: a folder path"
+        )
+    fstype = _filesystem_type(probe)
+    if fstype in PSEUDO_FILESYSTEMS:
+        raise ExperimentError(
+            f"{key}: {path!r} is invalid: {str(probe)!r} is on the {fstype} filesystem "
+            "(the kernel's, where no results folder can be created); valid: a folder on a "
+            "disk you can write to"
         )
     writable = os.access(probe, os.W_OK | os.X_OK)
     with contextlib.suppress(OSError, AttributeError):
@@ -1135,6 +1209,8 @@ def validate_experiment(
         if not isinstance(key, str):
             raise ExperimentError(f"env_config: key {key!r} is invalid; valid: an argument name")
         _check_value(f"env_config.{key}", value, None, None)
+    _check_env_settings(env, env_config)
+    groups, fair_env = _check_env_config(env, env_config)
     config.update(config_overrides or {})
     validate_cli_flags(num_env_runners=num_env_runners, seed=seed)
     if seed is not None:
@@ -1156,18 +1232,19 @@ def validate_experiment(
         raise ExperimentError(
             "seeds: cannot be combined with a grid or space over config.seed; valid: one of the two"
         )
-    cfg = _built_and_validated(run, env, env_config, config)
+    cfg = _built_and_validated(run, env, env_config, config, fair_env)
     cfgs = [cfg]
     sweeps = [(f"{key}.grid_search", key, values[1:]) for key, values in grid.items()]
     sweeps += [(f"{key}.{s.kind}", key, s.probes()) for key, s in spaces.items()]
     for where, key, values in sweeps:  # every grid value / bound / choice passes alone
         for value in values:
             try:
-                cfgs.append(_built_and_validated(run, env, env_config, {**config, key: value}))
+                cfgs.append(
+                    _built_and_validated(run, env, env_config, {**config, key: value}, fair_env)
+                )
             except ExperimentError as e:
                 msg = f"config.{where}: {value!r} rejected: {e}"
                 raise ExperimentError(msg) from None
-    groups = _check_env_config(env, env_config)
 
     def check_metric(where: str, key: str) -> str:
         rkey = _result_key(where, key)
@@ -1176,7 +1253,7 @@ def validate_experiment(
 
     def check_value(where: str, key: Any, value: Any) -> None:
         try:
-            _built_and_validated(run, env, env_config, {**config, key: value})
+            _built_and_validated(run, env, env_config, {**config, key: value}, fair_env)
         except ExperimentError as e:
             raise ExperimentError(f"{where}: {value!r} rejected: {e}") from None
 
@@ -1291,16 +1368,54 @@ def _check_budget_entry(
             ) from None
 
 
-def _built_and_validated(run: str, env: str, env_config: dict, config: dict):
+def _built_and_validated(run: str, env: str, env_config: dict, config: dict, fair_env: bool = True):
+    """The algorithm's config with ``config`` applied, validated (one-line errors).
+
+    A violated declaration of the config class (a rule over several settings) names its
+    setting as ``config.<key>``; other ``validate()`` errors are prefixed with ``config:``.
+    """
     with _quiet_rllib():
         cfg = build_config(run, env, env_config, config)
+        if not fair_env:
+            _check_fair_env_needed(cfg, run, env)
         try:
             cfg.validate()
         except ExperimentError:
             raise
+        except SettingError as e:
+            raise ExperimentError(f"config.{_first_line(e)}") from None
         except Exception as e:
             raise ExperimentError(f"config: {_first_line(e)}") from None
     return cfg
+
+
+def _check_fair_env_needed(cfg, run: str, env: str) -> None:
+    """Rejects a non-fair env (no per-group counts in its infos) for a config that reads them.
+
+    That is a config with ``fairness_columns``, a regulariser of the per-step disparity,
+    or fairness metrics of a notion (configured, or the algorithm's default one).
+    """
+    from rllib_fair.envs import ENV_IDS
+
+    wants = []
+    if getattr(cfg, "fairness_columns", False):
+        wants.append("fairness_columns")
+    if getattr(cfg, "needs_step_disparity", False):
+        wants.append("its per-step disparity")
+    if getattr(cfg, "fairness_metrics", False):
+        try:
+            notions = cfg.fairness_notions_to_log()
+        except ValueError:  # no notion and no env default: the metrics need one
+            notions = ["(none set)"]
+        if notions:
+            wants.append("fairness_metrics")
+    if wants:
+        raise ExperimentError(
+            f"env: {env!r} is not a fair environment (it reports no per-group counts in "
+            f"info['fairness']), which {run} needs for {', '.join(wants)}; valid choices: "
+            f"{', '.join(ENV_IDS)} (or a gymnasium id of an env class with GROUP_NAMES, "
+            "registered from Python)"
+        )
 
 
 def param_space(exp: Experiment):
@@ -1344,12 +1459,31 @@ def _quiet_rllib():
         log.setLevel(level)
 
 
-def _check_env_config(env: str, env_config: dict) -> list[str] | None:
+def _check_env_settings(env: str, env_config: dict) -> None:
+    """Checks ``env_config`` against the env's declared settings and rules (no env built).
+
+    Only for the envs this package registers; another gymnasium id is checked by
+    building it (:func:`_check_env_config`).
+    """
+    from rllib_fair.envs import ENV_IDS
+    from rllib_fair.envs.declared import env_declarations
+
+    if env not in ENV_IDS:
+        return
+    settings, rules, defaults = env_declarations(env)
+    try:
+        check_values(settings, rules, env_config, defaults, prefix="env_config.", owner=env)
+    except SettingError as e:
+        raise ExperimentError(str(e)) from None
+
+
+def _check_env_config(env: str, env_config: dict) -> tuple[list[str] | None, bool]:
     """Builds the env once (cheap) so a bad env_config fails here, not in a runner.
 
     Returns:
         The group names the fairness metrics will use (as the metrics callback names
-        them), or None when the env does not say.
+        them), or None when the env does not say; and whether it is a fair env (its
+        class names its groups in ``GROUP_NAMES``, so its infos carry per-group counts).
     """
     import gymnasium as gym
 
@@ -1369,7 +1503,7 @@ def _check_env_config(env: str, env_config: dict) -> list[str] | None:
         ) from None
     meta = _env_meta(env)
     if meta is not None and n_groups == len(meta["group_names"]):
-        return list(meta["group_names"])
+        return list(meta["group_names"]), True
     if n_groups:
-        return [f"group_{g}" for g in range(n_groups)]
-    return None
+        return [f"group_{g}" for g in range(n_groups)], True
+    return None, False

@@ -33,6 +33,7 @@ from rllib_fair.envs.base import (
     as_positive,
     check_magnitude,
 )
+from rllib_fair.envs.declared import amount, max_steps
 from rllib_fair.fairness.counts import (
     ALLOCATED,
     DECIDED,
@@ -44,6 +45,7 @@ from rllib_fair.fairness.counts import (
     SELECTED_QUALIFIED,
     empty_counts,
 )
+from rllib_fair.settings import Rule, Setting, bool_setting, choice, integer
 
 #: POCAR / ELBERT original setting (ml-fairness-gym FAccT 2020 experiment).
 DEFAULT_INCIDENT_RATES: tuple[float, ...] = (8.0, 6.0, 4.0, 3.0, 1.5)
@@ -97,6 +99,36 @@ def allocation_table(attention_units: int, n_sites: int) -> np.ndarray:
     table = table.astype(np.int16 if attention_units < 2**15 else np.int64)
     table.flags.writeable = False
     return table
+
+
+_PER_SITE = Setting("", "list", item=amount("", "", zero=True), length=N_SITES)
+
+
+def _growth_problem(v) -> str | None:
+    rates, inc = v["incident_rates"], v["increase_rates"]
+    incs = list(inc) if isinstance(inc, (list, tuple)) else [inc] * len(rates)
+    peak = max(r + v["max_steps"] * i for r, i in zip(rates, incs))
+    if peak <= MAX_MAGNITUDE:
+        return None
+    return (
+        f"increase_rates: {inc!r} is invalid with max_steps={v['max_steps']}: an incident rate "
+        f"can grow to {peak:g}; valid: incident_rates + max_steps * increase_rates <= "
+        f"{MAX_MAGNITUDE:g}"
+    )
+
+
+def _allocation_problem(v) -> str | None:
+    if v["action_type"] != "allocation":
+        return None
+    units, n = v["attention_units"], len(v["incident_rates"])
+    count = math.comb(units + n - 1, n - 1)
+    if count <= MAX_ALLOCATIONS:
+        return None
+    return (
+        f"attention_units: {units!r} is invalid with action_type 'allocation' ({count:,} "
+        f"allocations over {n} sites); valid: at most {MAX_ALLOCATIONS:,} allocations (or "
+        "action_type 'scores')"
+    )
 
 
 class AttentionEnv(FairEnvMixin, gym.Env):
@@ -229,6 +261,58 @@ class AttentionEnv(FairEnvMixin, gym.Env):
     DESCRIPTION: ClassVar[str] = (
         "attention allocation: 6 units over 5 sites, Poisson incidents, attention lowers "
         "a site's incident rate; POCAR/ELBERT original setting"
+    )
+
+    DECLARED_SETTINGS: ClassVar[tuple] = (
+        Setting(
+            "incident_rates",
+            "list",
+            f"initial Poisson incident rate of each site (one per group: {N_SITES} sites)",
+            item=amount("", "", zero=True),
+            length=N_SITES,
+        ),
+        integer("attention_units", "units allocated each step", 1),
+        Setting(
+            "decrease_rates",
+            "union",
+            "rate decrease per attention unit (one for all sites, or one per site)",
+            options=(amount("", "", zero=True), _PER_SITE),
+        ),
+        Setting(
+            "increase_rates",
+            "union",
+            "rate increase of a site left without attention (one, or one per site)",
+            options=(amount("", "", zero=True), _PER_SITE),
+        ),
+        amount("discovered_weight", "reward per discovered incident", zero=True),
+        amount("missed_weight", "penalty per missed incident", zero=True),
+        max_steps(),
+        integer("history_len", "past steps in the observation", 1),
+        integer("count_cap", "cap of the observed incident counts", 1),
+        bool_setting("obs_ratio", "the discovered/occurred ratio is observed"),
+        bool_setting("normalize_obs", "observations scaled to [0, 1]"),
+        choice(
+            "action_type",
+            ACTION_TYPES,
+            "scores: one score per site; allocation: one discrete allocation",
+        ),
+        amount("score_bound", "bound of the scores (action_type scores)"),
+    )
+    DECLARED_RULES: ClassVar[tuple] = (
+        Rule(
+            "rates_bounded",
+            ("increase_rates", "incident_rates", "max_steps"),
+            f"incident_rates + max_steps * increase_rates <= {MAX_MAGNITUDE:g} (rates stay finite)",
+            lambda v: _growth_problem(v),
+            {"increase_rates": 1e14, "max_steps": 1000},
+        ),
+        Rule(
+            "allocations_countable",
+            ("attention_units", "action_type"),
+            f"with action_type allocation, at most {MAX_ALLOCATIONS:,} allocations",
+            lambda v: _allocation_problem(v),
+            {"attention_units": 200, "action_type": "allocation"},
+        ),
     )
 
     def __init__(

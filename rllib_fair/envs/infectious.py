@@ -30,6 +30,7 @@ from rllib_fair.envs.base import (
     as_discrete_action,
     as_positive,
 )
+from rllib_fair.envs.declared import max_steps
 from rllib_fair.fairness.counts import (
     ALLOCATED,
     NEEDED,
@@ -37,6 +38,7 @@ from rllib_fair.fairness.counts import (
     QUALIFIED_MASS,
     empty_counts,
 )
+from rllib_fair.settings import integer, number
 
 KARATE_TABLE_PATH = Path(__file__).resolve().parent / "data" / "karate_communities.json"
 
@@ -207,6 +209,22 @@ class InfectiousEnv(FairEnvMixin, gym.Env):
 
     _UNIFORM_BLOCK: ClassVar[int] = 256
     _UNIFORM_WIDTH: ClassVar[int] = N_NODES
+
+    DECLARED_SETTINGS: ClassVar[tuple] = (
+        number("tau", "probability that an infected neighbour infects", 0, 1),
+        number("recovery_prob", "per-step recovery probability of an infected node", 0, 1),
+        number("relapse_prob", "per-step probability that a recovered node is susceptible", 0, 1),
+        max_steps(),
+        integer(
+            "initial_infected",
+            "node infected at reset",
+            0,
+            N_NODES - 1,
+            none=True,
+            none_means="a node drawn at random",
+        ),
+        integer("burn_in", "steps of the epidemic before the first decision", 0),
+    )
 
     def __init__(
         self,

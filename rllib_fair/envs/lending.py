@@ -26,6 +26,14 @@ from rllib_fair.envs.base import (
     as_probabilities,
     check_any_flag,
 )
+from rllib_fair.envs.declared import (
+    amount,
+    at_least_one,
+    max_steps,
+    probability_rows,
+    probability_table,
+    same_bins,
+)
 from rllib_fair.fairness.counts import (
     NUM_FIELDS,
     POPULATION,
@@ -33,6 +41,7 @@ from rllib_fair.fairness.counts import (
     decision_counts,
     empty_counts,
 )
+from rllib_fair.settings import bool_setting, number, probabilities
 
 #: ml-fairness-gym ``DELAYED_IMPACT_CLUSTER_PROBS``: initial credit-bin distribution per
 #: group (group 1 starts with lower credit).
@@ -137,6 +146,28 @@ class LendingEnv(FairEnvMixin, gym.Env):
     )
 
     _UNIFORM_WIDTH: ClassVar[int] = 3  # group, bin, repay
+
+    DECLARED_SETTINGS: ClassVar[tuple] = (
+        probabilities("group_probs", "share of each group among applicants", length=2),
+        probability_rows(
+            "cluster_probs", "initial distribution over the credit bins, one row per group", 2
+        ),
+        probability_table(
+            "success_probs", "repayment probability per bin (one row, or one per group)", 2
+        ),
+        amount("interest_rate", "gain per unit lent on a repaid loan", zero=True),
+        amount("loan_amount", "amount of every loan"),
+        amount("starting_cash", "the bank's cash at reset"),
+        number("cluster_shift_increment", "credit-distribution shift per decided loan", 0, 1),
+        max_steps(),
+        bool_setting("obs_bin", "the credit bin is observed"),
+        bool_setting("obs_group", "the group is observed"),
+        bool_setting("obs_tpr", "the groups' running true positive rates are observed"),
+    )
+    DECLARED_RULES: ClassVar[tuple] = (
+        *same_bins(),
+        at_least_one("obs_bin", "obs_group", "obs_tpr"),
+    )
 
     def __init__(
         self,

@@ -27,8 +27,17 @@ from rllib_fair.envs.base import (
     as_positive,
     as_probabilities,
 )
+from rllib_fair.envs.declared import (
+    amount,
+    at_least_one,
+    bins_of,
+    max_steps,
+    probability_rows,
+    probability_table,
+)
 from rllib_fair.envs.pool import PoolEnv
 from rllib_fair.fairness import qualification as qual
+from rllib_fair.settings import Rule, bool_setting, integer, probabilities
 
 #: Number of credit-score bins (the reference's ``len(DELAYED_IMPACT_SUCCESS_PROBS)``).
 N_BINS = 14
@@ -85,6 +94,58 @@ QUALIFICATION_INFO_KEYS: tuple[str, ...] = (
     "qual_gain_pi0",
     "benefit",
 )
+
+
+def _resolved(v, key: str):
+    """``v[key]``, or the preset of ``v["setting"]`` when it is None."""
+    if v[key] is not None:
+        return v[key]
+    return SETTINGS[v["setting"]][key] if v["setting"] in SETTINGS else None
+
+
+def _missing_tables(v) -> str | None:
+    if v["setting"] is not None:
+        return None
+    missing = [k for k in ("cluster_probs", "success_probs", "drift_probs") if v[k] is None]
+    if not missing:
+        return None
+    return (
+        f"setting: None is invalid while {', '.join(missing)} "
+        f"{'is' if len(missing) == 1 else 'are'} not given; valid: 1, 2 or 3, or give "
+        "cluster_probs, success_probs and drift_probs"
+    )
+
+
+def _bins_problem(v) -> str | None:
+    cp, sp = _resolved(v, "cluster_probs"), _resolved(v, "success_probs")
+    if cp is None or sp is None:
+        return None
+    bins = bins_of(cp)
+    if bins is None:
+        return (
+            f"cluster_probs: rows of lengths {[len(r) for r in cp]} are invalid; valid: both "
+            "groups over the same bins"
+        )
+    rows = list(sp) if sp and isinstance(sp[0], (list, tuple)) else [sp]
+    if all(len(r) == bins for r in rows):
+        return None
+    return (
+        f"success_probs: {[len(r) for r in rows]} bins are invalid; valid: {bins} "
+        "probabilities per row, one per bin of cluster_probs"
+    )
+
+
+def _whole_problem(v) -> str | None:
+    cp = _resolved(v, "cluster_probs")
+    n = v["individuals_per_group"]
+    if cp is None:
+        return None
+    if all(abs(p * n - round(p * n)) <= 1e-9 for row in cp for p in row):
+        return None
+    return (
+        f"individuals_per_group: {n!r} is invalid for these cluster_probs; valid: a count "
+        "whose product with every bin probability is a whole number of individuals"
+    )
 
 
 class LendingDriftEnv(PoolEnv):
@@ -212,6 +273,89 @@ class LendingDriftEnv(PoolEnv):
     )
 
     _UNIFORM_WIDTH: ClassVar[int] = 4  # group, individual, repay, drift
+
+    DECLARED_SETTINGS: ClassVar[tuple] = (
+        integer(
+            "setting",
+            "the paper's Setting 1, 2 or 3 (the tables below replace its entries)",
+            choices=tuple(SETTINGS),
+            none=True,
+            none_means="cluster_probs, success_probs and drift_probs all given",
+        ),
+        probability_rows(
+            "cluster_probs",
+            "initial credit-bin distribution per group",
+            2,
+            none=True,
+            none_means="the setting's",
+        ),
+        probability_table(
+            "success_probs",
+            "repayment probability per bin (one row, or one per group)",
+            2,
+            none=True,
+            none_means="the setting's",
+        ),
+        probability_rows(
+            "drift_probs",
+            "per group: probabilities of a drift by -1, 0, +1 bins",
+            2,
+            none=True,
+            none_means="the setting's",
+        ),
+        integer("individuals_per_group", "individuals of each group", 1),
+        probabilities("group_probs", "probability that an applicant is of each group", length=2),
+        amount("interest_rate", "gain per unit lent on a repaid loan", zero=True),
+        amount("loan_amount", "amount of every loan"),
+        amount("starting_cash", "the bank's cash at reset"),
+        max_steps(),
+        integer("history_window", "recent decisions in the observed history", 1),
+        bool_setting("obs_bin", "the credit bin is observed"),
+        bool_setting("obs_group", "the group is observed"),
+        bool_setting("obs_history", "the per-group bin histogram of recent decisions is observed"),
+        bool_setting(
+            "time_limit_terminates",
+            "the last step reports terminated (true) or truncated (false)",
+        ),
+    )
+    DECLARED_RULES: ClassVar[tuple] = (
+        Rule(
+            "tables_given",
+            ("setting", "cluster_probs", "success_probs", "drift_probs"),
+            "without a setting, cluster_probs, success_probs and drift_probs are all given",
+            lambda v: _missing_tables(v),
+            {"setting": None},
+        ),
+        Rule(
+            "drift_has_three_moves",
+            ("drift_probs",),
+            "drift_probs rows have 3 entries (P(-1), P(0), P(+1))",
+            lambda v: (
+                None
+                if v["drift_probs"] is None or all(len(r) == 3 for r in v["drift_probs"])
+                else (
+                    f"drift_probs: row lengths {[len(r) for r in v['drift_probs']]} are invalid; "
+                    "valid: 3 probabilities per group (P(-1), P(0), P(+1))"
+                )
+            ),
+            {"drift_probs": [[0.5, 0.5], [0.5, 0.5]]},
+        ),
+        Rule(
+            "bins_match",
+            ("success_probs", "cluster_probs"),
+            "cluster_probs rows have one length; success_probs one entry per bin",
+            lambda v: _bins_problem(v),
+            {"success_probs": [0.5] * 15},
+        ),
+        Rule(
+            "whole_individuals",
+            ("cluster_probs", "individuals_per_group"),
+            "cluster_probs times individuals_per_group gives whole numbers per bin",
+            lambda v: _whole_problem(v),
+            {"individuals_per_group": 7},
+        ),
+        at_least_one("obs_bin", "obs_group", "obs_history"),
+    )
 
     def __init__(
         self,

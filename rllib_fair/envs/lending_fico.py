@@ -24,7 +24,16 @@ from rllib_fair.envs.base import (
     as_probabilities,
     check_any_flag,
 )
+from rllib_fair.envs.declared import (
+    amount,
+    at_least_one,
+    bins_of,
+    max_steps,
+    probability_rows,
+    same_bins,
+)
 from rllib_fair.envs.pool import PoolEnv
+from rllib_fair.settings import Rule, Setting, bool_setting, integer, number, probabilities
 
 FICO_TABLE_PATH = Path(__file__).resolve().parent / "data" / "fico_bins.json"
 
@@ -37,6 +46,21 @@ def load_fico_table() -> dict[str, Any]:
     """
     with FICO_TABLE_PATH.open() as fh:
         return json.load(fh)
+
+
+def _bins_problem(cluster_probs, success_probs) -> str | None:
+    """The error of tables whose bin counts differ (None: the FICO table's)."""
+    table_bins = len(load_fico_table()["success_probs"][0])
+    bins = bins_of(cluster_probs) if cluster_probs is not None else table_bins
+    sp_bins = (
+        table_bins if success_probs is None else (bins_of(success_probs) if success_probs else None)
+    )
+    if bins is None or sp_bins is None or bins == sp_bins:
+        return None
+    return (
+        f"success_probs: {sp_bins} bins per group is invalid; valid: {bins} (the bins of "
+        f"cluster_probs{'' if cluster_probs is not None else ', the FICO table'})"
+    )
 
 
 class LendingFICOEnv(PoolEnv):
@@ -125,6 +149,43 @@ class LendingFICOEnv(PoolEnv):
     )
 
     _UNIFORM_WIDTH: ClassVar[int] = 2  # pool index, repay
+
+    DECLARED_SETTINGS: ClassVar[tuple] = (
+        probabilities("group_probs", "share of each group in the pool", length=2),
+        probability_rows(
+            "cluster_probs",
+            "score-bin distribution per group",
+            2,
+            none=True,
+            none_means="the FICO table's",
+        ),
+        Setting(
+            "success_probs",
+            "list",
+            "repayment probability per group and score bin",
+            item=Setting("", "list", item=number("", "", 0, 1), min_length=2),
+            length=2,
+            none=True,
+            none_means="the FICO table's",
+        ),
+        amount("cost", "cost of a defaulted loan (a repaid one gains 1 - cost)", zero=True),
+        integer("n_applicants", "applicants in the pool", 1),
+        amount("starting_resource", "the lender's resource at reset"),
+        max_steps(),
+        bool_setting("obs_bin", "the score bin is observed"),
+        bool_setting("obs_group", "the group is observed"),
+    )
+    DECLARED_RULES: ClassVar[tuple] = (
+        same_bins()[0],
+        Rule(
+            "success_bins_match",
+            ("success_probs", "cluster_probs"),
+            "success_probs has one probability per score bin (of cluster_probs or the table)",
+            lambda v: _bins_problem(v["cluster_probs"], v["success_probs"]),
+            {"success_probs": [[0.5, 0.5], [0.5, 0.5]]},
+        ),
+        at_least_one("obs_bin", "obs_group"),
+    )
 
     def __init__(
         self,

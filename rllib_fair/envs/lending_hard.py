@@ -34,11 +34,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rllib_fair.envs.base import PROB_SUM_ATOL, FairEnvMixin, as_probabilities
+from rllib_fair.envs.declared import bins_of
 from rllib_fair.envs.lending import (
     DEFAULT_GROUP_PROBS,
     DEFAULT_SUCCESS_PROBS,
     LendingEnv,
 )
+from rllib_fair.settings import Rule, Setting, number, probabilities
 
 #: ELBERT ``DELAYED_IMPACT_CLUSTER_PROBS_1``: initial credit-bin distribution per group
 #: (group 1 still starts with lower credit: mean bin 3.25 vs 4.35).
@@ -81,6 +83,20 @@ def _as_list(value: Any) -> Any:
     """Nested lists for arrays (their repr in an error message then stays on one line)."""
     tolist = getattr(value, "tolist", None)
     return tolist() if callable(tolist) else value
+
+
+def _transition_problem(trans, bins: int | None) -> str | None:
+    """The error of a ``transition_dynamics`` table that does not fit ``bins`` bins."""
+    if bins is None:
+        return None
+    shape_ok = all(len(mat) == bins and all(len(row) == bins for row in mat) for mat in trans)
+    if shape_ok:
+        return None
+    shapes = [[len(row) for row in mat] for mat in trans]
+    return (
+        f"transition_dynamics: row lengths {shapes} are invalid; valid: 2 tables of {bins} "
+        f"rows of {bins} probabilities (the bins of cluster_probs)"
+    )
 
 
 class LendingHardEnv(LendingEnv):
@@ -179,6 +195,32 @@ class LendingHardEnv(LendingEnv):
     )
 
     _UNIFORM_WIDTH: ClassVar[int] = 4  # group, bin, repay, destination bin
+
+    DECLARED_SETTINGS: ClassVar[tuple] = (
+        Setting(
+            "alter_rates",
+            "list",
+            "per group: probability that a rejection moves the credit mass",
+            item=number("", "", 0, 1),
+            length=2,
+        ),
+        Setting(
+            "transition_dynamics",
+            "list",
+            "destination-bin distributions [accept-repay, accept-default][bin]",
+            item=Setting("", "list", item=probabilities("", "")),
+            length=2,
+        ),
+    )
+    DECLARED_RULES: ClassVar[tuple] = (
+        Rule(
+            "transitions_match_bins",
+            ("transition_dynamics", "cluster_probs"),
+            "transition_dynamics is 2 x bins x bins (one distribution per bin, over the bins)",
+            lambda v: _transition_problem(v["transition_dynamics"], bins_of(v["cluster_probs"])),
+            {"transition_dynamics": [[[1.0]], [[1.0]]]},
+        ),
+    )
 
     def __init__(
         self,

@@ -61,6 +61,7 @@ from gymnasium import spaces
 
 from rllib_fair.envs.base import FairEnvMixin, _fmt, as_count, as_flag
 from rllib_fair.fairness.counts import NUM_FIELDS, counts_from_decisions
+from rllib_fair.settings import Rule, Setting, bool_setting, choice, integer, number
 from rllib_fair.uncertainty.bias_on_demand import BiasOnDemandConfig, generate
 from rllib_fair.uncertainty.logistic import DesignTransform
 from rllib_fair.uncertainty.loop import QuarterlyConfig, QuarterlyProblem, make_streams
@@ -69,6 +70,26 @@ from rllib_fair.uncertainty.metrics import PROFIT_NORMALIZATIONS
 #: Bias knobs accepted as top-level keyword arguments (Table 2's swept keys and the rest).
 BIAS_KEYS: tuple[str, ...] = tuple(
     f.name for f in dataclasses.fields(BiasOnDemandConfig) if f.name != "dim"
+)
+
+
+#: Declarations of the bias knobs (:class:`BiasOnDemandConfig`'s fields but ``dim``).
+BIAS_SETTINGS: tuple[Setting, ...] = (
+    number("l_y", "historical bias on the score (S -= l_y A)"),
+    number("l_m_y", "measurement bias on the observed label"),
+    number("thr_supp", "correlation threshold of the suppression feature set"),
+    number("l_h_r", "historical bias on resources (R = N_R - l_h_r A)"),
+    number("l_h_q", "historical bias on Q"),
+    number("l_m", "measurement (proxy) bias on R"),
+    number("p_u", "fraction of the A = 1 rows kept", 0, 1, low_open=True),
+    bool_setting("l_r", "under-sample by keeping the lowest-R A = 1 rows"),
+    bool_setting("l_o", "omitted-variable bias: drop the R (or P) column"),
+    number("l_y_b", "interaction term l_y_b R A in the score"),
+    number("l_q", "weight of Q in the score"),
+    number("sy", "standard deviation of the score noise", 0, low_open=True),
+    number("l_r_q", "influence of R on Q"),
+    bool_setting("l_m_y_non_linear", "non-linear measurement bias on the label"),
+    number("p_a", "P(A = 1)", 0, 1, low_open=True, high_open=True),
 )
 
 
@@ -105,6 +126,53 @@ class QuarterlyLendingEnv(FairEnvMixin, gym.Env):
         "(Lee et al. 2026); one step = one quarter"
     )
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    DECLARED_SETTINGS: ClassVar[tuple] = (
+        integer("dim", "applicants generated per episode", 100, 10**7),
+        integer("num_partitions", "quarters, the base quarter included", 2),
+        number("budget_prop", "budget: this fraction of the quarter's positives", 0, 1),
+        choice("budget_label", ("y", "y_real"), "label the budget counts"),
+        number("gain", "margin on a repaid loan", 0),
+        number("loss", "loss on a default", 0),
+        choice("profit_label", ("y_real", "y"), "label the profit counts"),
+        choice("profit_normalization", PROFIT_NORMALIZATIONS, "normalisation of utility_q"),
+        integer("disadvantaged_group", "index of the biased group", choices=(0, 1)),
+        bool_setting("shuffle", "permute the rows once before partitioning"),
+        bool_setting("enforce_budget", "keep only the first B_q grants"),
+        number("feature_bound", "clip of the standardised features", 1, 1e6),
+        integer(
+            "max_steps",
+            "truncate an episode after this many steps",
+            1,
+            none=True,
+            none_means="after the last quarter",
+        ),
+        Setting(
+            "bias",
+            "dict",
+            "bias knobs of the data generator (the knobs below, as a mapping)",
+            fields=BIAS_SETTINGS,
+            none=True,
+            none_means="no bias",
+        ),
+        *BIAS_SETTINGS,
+    )
+    DECLARED_RULES: ClassVar[tuple] = (
+        Rule(
+            "quarters_fit",
+            ("num_partitions", "dim"),
+            "at least 8 applicants per quarter: num_partitions <= dim // 8",
+            lambda v: (
+                None
+                if v["num_partitions"] <= v["dim"] // 8
+                else (
+                    f"num_partitions: {v['num_partitions']!r} is invalid with dim={v['dim']!r}; "
+                    f"valid: an integer in [2, {v['dim'] // 8}] (at least 8 applicants per quarter)"
+                )
+            ),
+            {"dim": 100, "num_partitions": 20},
+        ),
+    )
 
     def __init__(
         self,

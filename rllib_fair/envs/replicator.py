@@ -33,6 +33,7 @@ from rllib_fair.envs.base import (
     as_probabilities,
     check_magnitude,
 )
+from rllib_fair.envs.declared import amount, max_steps
 from rllib_fair.fairness.replicator import (
     DISPARITIES,
     LOSS_WEIGHTS,
@@ -45,6 +46,7 @@ from rllib_fair.fairness.replicator import (
     qr_disparity,
     qr_loss,
 )
+from rllib_fair.settings import Rule, Setting, bool_setting, choice, integer, number, probabilities
 
 ADULT_TABLE_PATH = Path(__file__).resolve().parent / "data" / "adult_replicator.json"
 
@@ -114,6 +116,20 @@ def _choice(name: str, value: Any, valid: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in valid:
         raise ValueError(f"{name}={value!r}: expected one of {list(valid)}")
     return value
+
+
+def _threshold_problem(v) -> str | None:
+    rng = v["threshold_range"]
+    if rng is None:
+        return None
+    if not rng[0] < rng[1]:
+        return f"threshold_range: {list(rng)!r} is invalid; valid: (lo, hi) with lo < hi"
+    if v["feature_model"] == "adult" and (rng[0] != 0 or rng[1] != 1):
+        return (
+            f"threshold_range: {list(rng)!r} is invalid with feature_model 'adult' (it "
+            "thresholds a score in [0, 1]); valid: null or [0, 1]"
+        )
+    return None
 
 
 class ReplicatorEnv(FairEnvMixin, gym.Env):
@@ -260,6 +276,96 @@ class ReplicatorEnv(FairEnvMixin, gym.Env):
         "replicator dynamics of two groups' qualification rates under per-group thresholds, "
         "X | Y ~ N(+-1, 1) (Yin et al. 2023)"
     )
+
+    DECLARED_SETTINGS: ClassVar[tuple] = (
+        choice("feature_model", FEATURE_MODELS, "X | Y, G: gaussian or the Adult table"),
+        integer(
+            "bins",
+            "bins of the gaussian feature table",
+            1,
+            MAX_BINS,
+            none=True,
+            none_means="exact gaussian",
+        ),
+        Setting(
+            "threshold_range",
+            "list",
+            "(lo, hi) of the thresholds the actions map to",
+            item=number("", "", -MAX_THRESHOLD, MAX_THRESHOLD),
+            length=2,
+            none=True,
+            none_means="(-4, 4), or (0, 1) for adult",
+        ),
+        Setting(
+            "utilities",
+            "union",
+            "U[y][y_hat], the fitness of each outcome (a preset name or a 2 x 2 table)",
+            options=(
+                choice("", tuple(UTILITY_PRESETS), ""),
+                Setting(
+                    "",
+                    "list",
+                    item=Setting("", "list", item=amount("", ""), length=2),
+                    length=2,
+                ),
+            ),
+        ),
+        number("eta_rep", "step size of the replicator update", 0, 1, low_open=True),
+        integer(
+            "population_size",
+            "individuals per group of a sampled population",
+            1,
+            none=True,
+            none_means="the deterministic dynamics",
+        ),
+        probabilities("group_shares", "fixed share of each group", length=2),
+        Setting(
+            "loss",
+            "union",
+            "the per-step loss L (a preset name or weights (w_tp, w_tn))",
+            options=(
+                choice("", LOSSES, ""),
+                Setting("", "list", item=number("", "", 0, 1), length=2),
+            ),
+        ),
+        choice("disparity", DISPARITIES, "the per-step disparity D"),
+        choice("reward_mode", REWARD_MODES, "reward: 1 - L; lagrangian; relaxed (R-TD3)"),
+        number("lagrange_lambda", "lambda of the lagrangian reward", 0, 1),
+        amount("relaxation_lambda_final", "lambda of the relaxed reward at the horizon", zero=True),
+        amount("relaxation_sharpness", "kappa of the relaxed reward"),
+        max_steps(),
+        bool_setting("terminate_at_horizon", "the last step reports terminated (true)"),
+        choice(
+            "observation_mode",
+            OBSERVATION_MODES,
+            "qualification rates, or the binned feature distributions too",
+        ),
+        bool_setting("include_time", "the normalised step index is observed"),
+    )
+    DECLARED_RULES: ClassVar[tuple] = (
+        Rule(
+            "adult_fixed_bins",
+            ("bins", "feature_model"),
+            f"the adult model's table has {OBS_BINS} bins (bins null or {OBS_BINS})",
+            lambda v: (
+                None
+                if v["feature_model"] != "adult" or v["bins"] in (None, OBS_BINS)
+                else (
+                    f"bins: {v['bins']!r} is invalid with feature_model 'adult' (a fixed "
+                    f"{OBS_BINS}-bin table); valid: null or {OBS_BINS}"
+                )
+            ),
+            {"feature_model": "adult", "bins": 10},
+        ),
+        Rule(
+            "threshold_range_ordered",
+            ("threshold_range", "feature_model"),
+            "threshold_range is (lo, hi) with lo < hi; (0, 1) for adult",
+            lambda v: _threshold_problem(v),
+            {"threshold_range": [1.0, 0.0]},
+        ),
+    )
+    REPORTED_KEYS: ClassVar[tuple[str, ...]] = ("env_runners/replicator/*",)
 
     def __init__(
         self,

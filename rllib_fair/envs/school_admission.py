@@ -33,6 +33,7 @@ import numpy as np
 from gymnasium import spaces
 
 from rllib_fair.envs.base import _fmt, as_count, as_distributions, as_flag, as_positive
+from rllib_fair.envs.declared import amount, max_steps
 from rllib_fair.envs.pool import PoolEnv
 from rllib_fair.envs.school_enem import ENEM_FEATURE_COLUMNS, load_enem
 from rllib_fair.envs.school_fit import _sigmoid, _sigmoid1, fit_logistic
@@ -61,6 +62,7 @@ from rllib_fair.envs.school_standin import (
     standin_to_dict,
     write_standin_json,
 )
+from rllib_fair.settings import Rule, Setting, bool_setting, integer, number, probabilities
 
 __all__ = [
     "DEFAULT_STANDIN_SEED",
@@ -225,6 +227,55 @@ class SchoolAdmissionEnv(PoolEnv):
     )
 
     _UNIFORM_WIDTH: ClassVar[int] = 2  # pool index, label
+
+    DECLARED_SETTINGS: ClassVar[tuple] = (
+        amount("cost", "cost of an accepted applicant who fails", zero=True),
+        integer("n_applicants", "applicants in the pool", 1),
+        amount("starting_resource", "the school's resource at reset"),
+        max_steps(),
+        number("gain", "pass-probability gain of an accepted applicant", 0, 1),
+        probabilities(
+            "group_probs",
+            "share of each group in the pool",
+            length=2,
+            none=True,
+            none_means="the data's",
+        ),
+        integer(
+            "standin_seed",
+            "seed of the synthetic stand-in population",
+            0,
+            none=True,
+            none_means="the committed stand-in",
+        ),
+        Setting(
+            "params",
+            "custom",
+            "the population model (load_enem / make_standin_params)",
+            predicate=lambda v: isinstance(v, SchoolAdmissionParams),
+            valid="a SchoolAdmissionParams",
+            none=True,
+            none_means="the stand-in of standin_seed",
+            python_only=True,
+        ),
+        bool_setting("obs_group", "the group is observed"),
+    )
+    DECLARED_RULES: ClassVar[tuple] = (
+        Rule(
+            "one_population",
+            ("standin_seed", "params"),
+            "standin_seed or params, not both",
+            lambda v: (
+                None
+                if v["standin_seed"] is None or v["params"] is None
+                else (
+                    f"standin_seed: {v['standin_seed']!r} is invalid together with params; "
+                    "valid: null when params is given"
+                )
+            ),
+            {"standin_seed": 1, "params": "PARAMS"},
+        ),
+    )
 
     def __init__(
         self,

@@ -24,6 +24,22 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 
 from rllib_fair.fairness.notions import get_notion, list_notions
 from rllib_fair.rllib.targets import OwnMetrics
+from rllib_fair.settings import (
+    RLLIB_REPORTED_KEYS,
+    Setting,
+    bool_setting,
+    check_object,
+    choice,
+    integer,
+    number,
+)
+
+
+def _disparity_sources() -> list[str]:
+    """The registered per-step disparity sources (read when a value is checked)."""
+    from rllib_fair.fairness.sequence import DISPARITY_SOURCES
+
+    return sorted(DISPARITY_SOURCES)
 
 
 class FairnessConfigMixin:
@@ -87,6 +103,61 @@ class FairnessConfigMixin:
     own_metrics: ClassVar[OwnMetrics] = OwnMetrics(
         note="unconstrained: maximises the env's reward only"
     )
+
+    #: The shared settings, declared once for every algorithm (:mod:`rllib_fair.settings`);
+    #: each config class adds its own in ``DECLARED_SETTINGS``.
+    DECLARED_SETTINGS: ClassVar[tuple[Setting, ...]] = (
+        choice(
+            "fairness_notion",
+            list_notions,
+            "fairness notion whose gap is reported (and optimised by fairness-aware methods)",
+            none=True,
+            none_means="the env's default notion",
+        ),
+        Setting(
+            "fairness_log_notions",
+            "list",
+            "further notions reported next to the main one",
+            item=choice("", list_notions, ""),
+        ),
+        integer(
+            "fairness_disparity_window",
+            "per-step disparity over the last n decisions",
+            1,
+            none=True,
+            none_means="the running gap since the episode start",
+        ),
+        choice(
+            "fairness_disparity_source",
+            _disparity_sources,
+            "labels the regularised per-step disparity is computed from",
+        ),
+        choice(
+            "fairness_label_access",
+            ("observed", "oracle"),
+            "whether learners see the labels of rejected individuals",
+            none=True,
+            none_means="the algorithm's default",
+        ),
+        number(
+            "fairness_smoothing",
+            "constant added to every demand before a rate is taken (0: exact rates)",
+            0,
+        ),
+        bool_setting("fairness_metrics", "report fairness metrics in every result"),
+        bool_setting("fairness_columns", "add the per-step fairness columns to the train batch"),
+        bool_setting("connector_metrics", "keep RLlib's per-connector timers on the sampling path"),
+        Setting(
+            "native_vector_env",
+            "bool",
+            "sample through the env's native vector version (auto: from 8 copies per runner)",
+            also=("auto",),
+        ),
+        bool_setting("lean_sampling", "the env runner's lean sampling loop"),
+    )
+
+    #: Result keys every algorithm reports (the fairness/ keys are checked on their own).
+    REPORTED_KEYS: ClassVar[tuple[str, ...]] = RLLIB_REPORTED_KEYS
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -251,22 +322,19 @@ class FairnessConfigMixin:
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
-        """Checks the fairness settings, then RLlib's own."""
+        """Checks the declared settings and rules, then RLlib's and the env-dependent ones.
+
+        The declared ones (:mod:`rllib_fair.settings`) come first; then RLlib's own
+        checks and the fairness checks the declarations cannot express (they need the env).
+        """
+        check_object(self)
         native = self.native_vector_env
-        if not (isinstance(native, bool) or native == "auto"):
-            raise ValueError(
-                f"native_vector_env: {native!r} is invalid; valid choices: auto, true, false"
-            )
         if native == "auto":
             native = (self.num_envs_per_env_runner or 1) >= NATIVE_VECTOR_MIN_ENVS
         if native and _has_native_vector(self.env):
             mode = getattr(self.gym_env_vectorize_mode, "value", self.gym_env_vectorize_mode)
             if mode == "sync":
                 self.gym_env_vectorize_mode = "vector_entry_point"
-        if not isinstance(self.lean_sampling, bool):
-            raise ValueError(
-                f"lean_sampling: {self.lean_sampling!r} is invalid; valid choices: true, false"
-            )
         if (
             self.env_runner_cls is None
             and self.enable_env_runner_and_connector_v2
@@ -280,18 +348,17 @@ class FairnessConfigMixin:
         self.validate_fairness()
 
     def validate_fairness(self) -> None:
-        """Raises ValueError with a one-line message naming key, value and valid choices."""
-        valid = list_notions()
+        """The fairness checks that need the env (raises ValueError, one line).
+
+        The values themselves (types, bounds, choices) are declared in
+        ``DECLARED_SETTINGS`` and checked first, by :meth:`validate`.
+        """
         meta = _env_meta(self.env)
         for key, name in [("fairness_notion", self.fairness_notion)] + [
             ("fairness_log_notions", n) for n in self.fairness_log_notions
         ]:
             if name is None:
                 continue
-            if not isinstance(name, str) or name not in valid:
-                raise ValueError(
-                    f"{key}: unknown fairness notion {name!r}; valid choices: {', '.join(valid)}"
-                )
             get_notion(name)
             if meta is not None and name not in meta["supported_notions"]:
                 raise ValueError(
@@ -299,33 +366,12 @@ class FairnessConfigMixin:
                     f"choices: {', '.join(meta['supported_notions'])}"
                 )
         self.resolved_fairness_notion()
-        w = self.fairness_disparity_window
-        if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
-            raise ValueError(
-                f"fairness_disparity_window: {w!r} is invalid; valid: a positive int "
-                "(last n decisions) or None (running gap since the episode start)"
-            )
-        from rllib_fair.fairness.sequence import get_disparity_source
-
-        if self.fairness_label_access not in (None, "observed", "oracle"):
-            raise ValueError(
-                f"fairness_label_access: {self.fairness_label_access!r} is invalid; valid "
-                "choices: observed, oracle (or null for the algorithm's default)"
-            )
-
-        get_disparity_source(self.fairness_disparity_source)
         self._validate_selective_source(meta)
         if self.needs_step_disparity and not self.fairness_columns:
             raise ValueError(
                 f"fairness_columns: False is invalid for {type(self).__name__}, which "
                 "regularises with the per-step disparity; valid: true"
             )
-        s = self.fairness_smoothing
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s < float("inf"):
-            raise ValueError(f"fairness_smoothing: {s!r} is invalid; valid: a finite number >= 0")
-        for key in ("fairness_metrics", "fairness_columns"):
-            if not isinstance(getattr(self, key), bool):
-                raise ValueError(f"{key}: {getattr(self, key)!r} is invalid; valid: true, false")
 
     def _validate_selective_source(self, meta) -> None:
         from rllib_fair.fairness.selective import SELECTIVE_NOTIONS

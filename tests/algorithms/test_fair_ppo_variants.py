@@ -109,7 +109,7 @@ def test_regularize_advantages_minmax_form_hand_computed():
 @pytest.mark.parametrize(
     ("name", "kwargs", "message"),
     [
-        ("RPPO", {"zeta_1": -1.0}, "zeta_1: -1.0 is invalid; valid: a number >= 0"),
+        ("RPPO", {"zeta_1": -1.0}, "zeta_1: -1.0 is invalid; valid: a finite number >= 0"),
         (
             "RPPO",
             {"penalty_form": "square"},
@@ -121,7 +121,7 @@ def test_regularize_advantages_minmax_form_hand_computed():
         ("ELBERTPO", {"alpha": -5}, "alpha: -5 is invalid"),
         ("ELBERTPO", {"beta": 0}, "beta: 0 is invalid; valid: a finite number > 0"),
         ("ELBERTPO", {"beta": float("nan")}, "beta: nan is invalid; valid: a finite number > 0"),
-        ("RPPO", {"zeta_1": float("nan")}, "zeta_1: nan is invalid; valid: a number >= 0"),
+        ("RPPO", {"zeta_1": float("nan")}, "zeta_1: nan is invalid; valid: a finite number >= 0"),
         ("ELBERTPO", {"advantage_form": "x"}, "valid choices: paper, reference"),
         (
             "ELBERTPO",
@@ -347,7 +347,7 @@ def test_pocar_with_accepted_only_disparity(ray_session, notion):
             "POCAR",
             "fair/Lending-v0",
             {"disparity_source": "guess"},
-            "unknown source 'guess'; valid choices: accepted, imputed, true",
+            "fairness_disparity_source: 'guess' is invalid; valid choices: accepted, imputed, true",
         ),
     ],
 )

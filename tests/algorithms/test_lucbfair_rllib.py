@@ -38,7 +38,7 @@ def _config(runners=0, horizon=10, **training):
         ({}, {"num_envs_per_env_runner": 2}, "num_envs_per_env_runner: 2 is invalid"),
         ({}, {"horizon": 7}, "horizon: 7 is invalid"),
         ({}, {"regret_dp_grid": 1}, "regret_dp_grid: 1 is invalid"),
-        ({}, {"regret_dp_nus": [-1.0]}, "regret_dp_nus: [-1.0] is invalid"),
+        ({}, {"regret_dp_nus": [-1.0]}, "regret_dp_nus[0]: -1.0 is invalid"),
     ],
 )
 def test_validate_messages(env_config, setting, needle):

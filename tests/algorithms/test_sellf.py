@@ -150,7 +150,7 @@ def test_sellf_state_survives_checkpoint(ray_session, tmp_path):
         ({"beta_2": -1}, "beta_2: -1 is invalid"),
         ({"advantage_normalization": "z"}, "valid choices: paper, minmax"),
         ({"policy_samples": 0}, "policy_samples: 0 is invalid; valid: an integer >= 1"),
-        ({"predictor_hiddens": [0]}, "predictor_hiddens: [0] is invalid"),
+        ({"predictor_hiddens": [0]}, "predictor_hiddens[0]: 0 is invalid"),
     ],
 )
 def test_sellf_validation(kwargs, message):

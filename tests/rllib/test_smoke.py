@@ -121,7 +121,7 @@ def test_config_validation_messages():
     cfg = get_config_class("PPO")().environment("fair/Lending-v0").fairness(notion="bogus")
     with pytest.raises(
         ValueError,
-        match=r"fairness_notion: unknown fairness notion 'bogus'; valid choices: .*equal_opp",
+        match=r"fairness_notion: 'bogus' is invalid; valid choices: .*equal_opp",
     ):
         cfg.validate()
     cfg = get_config_class("PPO")().environment("fair/Lending-v0").fairness(disparity_window=0)

@@ -38,8 +38,8 @@ from ray.rllib.algorithms.ppo import PPO
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
-from rllib_fair.algorithms.rppo.rppo import _non_negative
 from rllib_fair.rllib.targets import Metric, OwnMetrics
+from rllib_fair.settings import Rule, choice, integer, number
 
 ADVANTAGE_FORMS = ("paper", "reference")
 SOFT_BIAS_MODES = ("auto", "always", "never")
@@ -78,6 +78,53 @@ class ELBERTPOConfig(FairPPOConfig):
             ),
         ),
         note="the env's reward minus alpha times the (soft) benefit-rate gap (Eq. 5)",
+    )
+
+    DECLARED_SETTINGS = (
+        number("alpha", "bias coefficient of the fairness-aware advantage", 0),
+        number("beta", "temperature of the soft gap", 0, low_open=True),
+        choice("soft_bias", SOFT_BIAS_MODES, "when h uses the soft gap (auto: > 2 groups)"),
+        number("demand_zeta", "zeta of the demand regulariser (0: off)", 0),
+        integer(
+            "demand_group",
+            "group whose demand is regularised (an index below the env's group count)",
+            0,
+            none=True,
+            none_means="the group with the lowest benefit rate in the batch",
+        ),
+        choice(
+            "advantage_form",
+            ADVANTAGE_FORMS,
+            "paper: Eq. 5 on raw advantages; reference: each stream standardised first",
+        ),
+        integer(
+            "episode_length",
+            "L of the long-term rate estimate",
+            1,
+            none=True,
+            none_means="the env's max_steps",
+        ),
+    )
+    DECLARED_RULES = (
+        Rule(
+            "columns_on",
+            ("fairness_columns",),
+            "the supply and demand streams come from the fairness columns",
+            lambda v: (
+                None
+                if v["fairness_columns"]
+                else "fairness_columns: False is invalid for ELBERTPO; valid: true"
+            ),
+            {"fairness_columns": False},
+        ),
+    )
+    REPORTED_KEYS = (
+        "learners/*/fair_vf_loss",
+        "learners/*/elbert_gap",
+        "learners/*/elbert_h",
+        "learners/*/elbert_rate_*",
+        "learners/*/elbert_eta_supply_*",
+        "learners/*/elbert_eta_demand_*",
     )
 
     def __init__(self, algo_class=None):
@@ -180,32 +227,10 @@ class ELBERTPOConfig(FairPPOConfig):
         return ELBERTPOTorchLearner
 
     def validate(self) -> None:
-        """PPO's and the fairness checks, then ELBERT-PO's."""
+        """The declared checks, PPO's and the fairness ones, then those that need the env."""
         super().validate()
-        for key in ("alpha", "demand_zeta"):
-            _non_negative(key, getattr(self, key))
-        b = self.beta
-        # `not 0 < b < inf` also rejects NaN (every comparison with NaN is False)
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b < float("inf"):
-            raise ValueError(f"beta: {b!r} is invalid; valid: a finite number > 0")
-        if self.soft_bias not in SOFT_BIAS_MODES:
-            raise ValueError(
-                f"soft_bias: {self.soft_bias!r} is invalid; valid choices: "
-                f"{', '.join(SOFT_BIAS_MODES)}"
-            )
-        if self.advantage_form not in ADVANTAGE_FORMS:
-            raise ValueError(
-                f"advantage_form: {self.advantage_form!r} is invalid; valid choices: "
-                f"{', '.join(ADVANTAGE_FORMS)}"
-            )
-        if not self.fairness_columns:
-            raise ValueError("fairness_columns: False is invalid for ELBERTPO; valid: true")
         _, g = self.fairness_shape()
-        if self.demand_group is not None and (
-            isinstance(self.demand_group, bool)
-            or not isinstance(self.demand_group, int)
-            or not 0 <= self.demand_group < g
-        ):
+        if self.demand_group is not None and not self.demand_group < g:
             raise ValueError(
                 f"demand_group: {self.demand_group!r} is invalid; valid: None or a group "
                 f"index in 0..{g - 1}"

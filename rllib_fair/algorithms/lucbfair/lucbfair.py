@@ -32,7 +32,6 @@ regressed on (LSVI refits on all stored data each iteration).
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -63,6 +62,7 @@ from rllib_fair.algorithms.lucbfair.regret import DEFAULT_NUS, OptimumReference,
 from rllib_fair.algorithms.myopic.myopic import NoOpLearner, make_model_env
 from rllib_fair.rllib.config import FairnessConfigMixin
 from rllib_fair.rllib.targets import SQUARED_DISPARITY, OwnMetrics
+from rllib_fair.settings import Rule, Setting, bool_setting, choice, integer, number
 
 __all__ = ["LUCBFair", "LUCBFairConfig", "LUCBFairRLModule", "NoOpLearner"]
 
@@ -209,6 +209,108 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         note="the env's reward r = 1 - L subject to sum_h (1 - D_h) >= b (Eq. 4)",
     )
 
+    DECLARED_SETTINGS = (
+        integer(
+            "horizon",
+            "H, the episode length planned for",
+            1,
+            none=True,
+            none_means="the env's max_steps",
+        ),
+        Setting(
+            "feature_map",
+            "union",
+            "the feature map phi(state, action)",
+            options=(
+                choice("", FEATURE_MAPS, ""),
+                Setting(
+                    "",
+                    "custom",
+                    predicate=lambda v: isinstance(v, str) and "." in v,
+                    valid="'package.module:function'",
+                ),
+                Setting(
+                    "",
+                    "custom",
+                    predicate=callable,
+                    valid="a function (from Python)",
+                    python_only=True,
+                ),
+            ),
+        ),
+        Setting("feature_kwargs", "dict", "keyword arguments of the feature map"),
+        number("ridge", "lambda of Lambda = sum phi phi^T + lambda I", 0, low_open=True),
+        number("bonus_beta", "UCB multiplier", 0, none=True, none_means="0.1 H"),
+        number(
+            "softmax_alpha",
+            "softmax temperature",
+            0,
+            low_open=True,
+            none=True,
+            none_means="Thm 3.3's log(M) K / (2 (1 + xi + H))",
+        ),
+        number("dual_bound_xi", "xi, the bound of the dual variable (0 pins Y = 0)", 0),
+        number("dual_step_eta", "eta, the dual step", 0, none=True, none_means="xi / sqrt(K H^2)"),
+        integer("num_episodes_hint", "K in the alpha and eta formulas", 1),
+        number(
+            "constraint_threshold",
+            "b on sum_h g_h",
+            none=True,
+            none_means="H (1 - constraint_tolerance)",
+        ),
+        number("constraint_tolerance", "share of H the constraint may fall short by", 0, 1),
+        number("region_half_width", "half width of the action regions", 0, low_open=True),
+        choice("q_clip", lsvi.Q_CLIPS, "clip range of the planned Q values"),
+        choice("target_mode", lsvi.TARGET_MODES, "lsvi: the paper's algorithm"),
+        integer("episodes_per_iteration", "episodes per plan", 1),
+        bool_setting("regret_reference", "log Eq. 3's regret against the exact optimum"),
+        integer("regret_dp_grid", "state-grid points per axis of the regret DP", 2),
+        Setting(
+            "regret_dp_nus",
+            "list",
+            "multiplier ladder of the regret DP",
+            item=number("", "", 0),
+            none=True,
+            none_means="0, 2^-6 .. 2^7",
+        ),
+    )
+    DECLARED_RULES = (
+        Rule(
+            "thresholds_in_env_units",
+            ("normalize_actions",),
+            "normalize_actions must stay false (the module emits thresholds in env units)",
+            lambda v: (
+                None
+                if not v["normalize_actions"]
+                else (
+                    "normalize_actions: True is invalid for L-UCBFair (its module emits thresholds "
+                    "in env units); valid: false"
+                )
+            ),
+            {"normalize_actions": True},
+        ),
+        Rule(
+            "one_env_per_runner",
+            ("num_envs_per_env_runner",),
+            "one env per env runner (more episodes: episodes_per_iteration, remote runners)",
+            lambda v: (
+                None
+                if v["num_envs_per_env_runner"] == 1
+                else (
+                    f"num_envs_per_env_runner: {v['num_envs_per_env_runner']!r} is invalid for "
+                    "L-UCBFair; valid: 1 (use episodes_per_iteration and remote env runners)"
+                )
+            ),
+            {"num_envs_per_env_runner": 2},
+        ),
+    )
+    REPORTED_KEYS = (
+        "lucbfair/*",
+        "env_runners/lucbfair/*",
+        "learners/__all_modules__/num_env_steps_trained",
+        "learners/__all_modules__/num_env_steps_trained_lifetime",
+    )
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or LUCBFair)
         self.horizon: int | None = None
@@ -341,67 +443,6 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         ):
             self.env_config["include_time"] = True
         super().validate()
-        for key, valid in (("target_mode", lsvi.TARGET_MODES), ("q_clip", lsvi.Q_CLIPS)):
-            if getattr(self, key) not in valid:
-                raise ValueError(
-                    f"{key}: {getattr(self, key)!r} is invalid; valid choices: {', '.join(valid)}"
-                )
-        fm = self.feature_map
-        if not (callable(fm) or fm in FEATURE_MAPS or (isinstance(fm, str) and "." in fm)):
-            raise ValueError(
-                f"feature_map: {fm!r} is invalid; valid: {', '.join(FEATURE_MAPS)} or "
-                "'package.module:function'"
-            )
-        for key, low, allow_none in (
-            ("ridge", 0.0, False),
-            ("bonus_beta", -1e-300, True),
-            ("softmax_alpha", 0.0, True),
-            ("dual_bound_xi", -1e-300, False),
-            ("dual_step_eta", -1e-300, True),
-            ("region_half_width", 0.0, False),
-        ):
-            v = getattr(self, key)
-            if v is None and allow_none:
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not low < v < math.inf:
-                floor = "> 0" if low == 0.0 else ">= 0"
-                raise ValueError(f"{key}: {v!r} is invalid; valid: a finite number {floor}")
-        if not 0 <= self.constraint_tolerance <= 1:
-            raise ValueError(
-                f"constraint_tolerance: {self.constraint_tolerance!r} is invalid; valid: [0, 1]"
-            )
-        for key in ("num_episodes_hint", "episodes_per_iteration"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{key}: {v!r} is invalid; valid: an int >= 1")
-        if not isinstance(self.regret_reference, bool):
-            raise ValueError(
-                f"regret_reference: {self.regret_reference!r} is invalid; valid: true or false"
-            )
-        v = self.regret_dp_grid
-        if isinstance(v, bool) or not isinstance(v, int) or v < 2:
-            raise ValueError(f"regret_dp_grid: {v!r} is invalid; valid: an int >= 2")
-        nus = self.regret_dp_nus
-        if nus is not None and not (
-            isinstance(nus, (list, tuple))
-            and all(
-                isinstance(n, (int, float)) and not isinstance(n, bool) and 0 <= n < math.inf
-                for n in nus
-            )
-        ):
-            raise ValueError(
-                f"regret_dp_nus: {nus!r} is invalid; valid: None or a list of finite numbers >= 0"
-            )
-        if self.normalize_actions:
-            raise ValueError(
-                "normalize_actions: True is invalid for L-UCBFair (its module emits thresholds "
-                "in env units); valid: false"
-            )
-        if self.num_envs_per_env_runner != 1:
-            raise ValueError(
-                f"num_envs_per_env_runner: {self.num_envs_per_env_runner} is invalid for "
-                "L-UCBFair; valid: 1 (use episodes_per_iteration and remote env runners)"
-            )
         if self.env is None:
             return
         env = make_model_env(self.env, self.env_config)

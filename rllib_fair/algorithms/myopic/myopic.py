@@ -26,7 +26,6 @@ first version states; the reference's greedy script used 1.0).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -45,6 +44,23 @@ from ray.rllib.utils.metrics import (
 
 from rllib_fair.rllib.config import FairnessConfigMixin
 from rllib_fair.rllib.targets import SQUARED_DISPARITY, OwnMetrics
+from rllib_fair.settings import Rule, choice, integer, number
+
+#: Rule of the baselines whose module emits thresholds in env units.
+ENV_UNIT_ACTIONS = Rule(
+    "thresholds_in_env_units",
+    ("normalize_actions",),
+    "normalize_actions must stay false (the module emits thresholds in env units)",
+    lambda v: (
+        None
+        if not v["normalize_actions"]
+        else (
+            "normalize_actions: True is invalid for a myopic baseline (its thresholds are in env "
+            "units); valid: false"
+        )
+    ),
+    {"normalize_actions": True},
+)
 
 #: Objectives of Eq. 7a-d, by name.
 OBJECTIVES: tuple[str, ...] = ("myopic", "myopic_fair", "maxmin", "maxmin_fair")
@@ -159,6 +175,15 @@ class MyopicConfig(FairnessConfigMixin, AlgorithmConfig):
 
     DEFAULT_OBJECTIVE = "myopic"
 
+    DECLARED_SETTINGS = (
+        choice("objective", OBJECTIVES, "the per-step objective minimised (Eq. 7a-d)"),
+        number("fair_lambda", "lambda of the -Fair objectives", 0, 1),
+        integer("solver_grid", "points per axis of the threshold grid", 2),
+        integer("solver_iters", "projected gradient steps after the grid", 0),
+        number("solver_step", "gradient step size", 0, low_open=True),
+    )
+    DECLARED_RULES = (ENV_UNIT_ACTIONS,)
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or Myopic)
         self.objective: str = self.DEFAULT_OBJECTIVE
@@ -219,25 +244,6 @@ class MyopicConfig(FairnessConfigMixin, AlgorithmConfig):
     def validate(self) -> None:
         """RLlib's and the fairness checks, then the baseline's (one-line messages)."""
         super().validate()
-        if self.objective not in OBJECTIVES:
-            raise ValueError(
-                f"objective: {self.objective!r} is invalid; valid choices: {', '.join(OBJECTIVES)}"
-            )
-        lam = self.fair_lambda
-        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
-            raise ValueError(f"fair_lambda: {lam!r} is invalid; valid: a number in [0, 1]")
-        for key, low in (("solver_grid", 2), ("solver_iters", 0)):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(f"{key}: {v!r} is invalid; valid: an int >= {low}")
-        s = self.solver_step
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 < s < math.inf:
-            raise ValueError(f"solver_step: {s!r} is invalid; valid: a finite number > 0")
-        if self.normalize_actions:
-            raise ValueError(
-                "normalize_actions: True is invalid for a myopic baseline (its thresholds are "
-                "in env units); valid: false"
-            )
         if self.env is not None:
             env = make_model_env(self.env, self.env_config)
             if not (hasattr(env, "objective_values") and hasattr(env, "q_from_observation")):

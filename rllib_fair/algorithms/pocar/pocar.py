@@ -29,8 +29,8 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
 
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
-from rllib_fair.algorithms.rppo.rppo import _non_negative
 from rllib_fair.rllib.targets import STEP_DISPARITY, OwnMetrics
+from rllib_fair.settings import choice, number
 
 NORMALIZATIONS = ("minmax", "none")
 TIMINGS = ("post", "pre")
@@ -64,6 +64,20 @@ class POCARConfig(FairPPOConfig):
         if self.fairness_label_access is not None:
             return self.fairness_label_access
         return "oracle" if self.fairness_disparity_source == "true" else "observed"
+
+    DECLARED_SETTINGS = (
+        number("beta_0", "weight of PPO's advantage", 0),
+        number("beta_1", "weight of the value-thresholding term min(0, omega - Delta)", 0),
+        number("beta_2", "weight of the decrease-in-violation term", 0),
+        number("omega", "disparity tolerance", 0),
+        choice(
+            "advantage_normalization",
+            NORMALIZATIONS,
+            "minmax: the reference's normalisation; none: the paper's",
+        ),
+        choice("delta_timing", TIMINGS, "post: Delta after the step (reference); pre: paper"),
+        number("adam_epsilon", "Adam's epsilon", 0, low_open=True),
+    )
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or POCAR)
@@ -107,25 +121,6 @@ class POCARConfig(FairPPOConfig):
         from rllib_fair.algorithms.pocar.pocar_learner import POCARTorchLearner
 
         return POCARTorchLearner
-
-    def validate(self) -> None:
-        """PPO's and the fairness checks, then POCAR's."""
-        super().validate()
-        for key in ("beta_0", "beta_1", "beta_2", "omega"):
-            _non_negative(key, getattr(self, key))
-        eps = self.adam_epsilon
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
-            raise ValueError(f"adam_epsilon: {eps!r} is invalid; valid: a finite number > 0")
-        if self.advantage_normalization not in NORMALIZATIONS:
-            raise ValueError(
-                f"advantage_normalization: {self.advantage_normalization!r} is invalid; "
-                f"valid choices: {', '.join(NORMALIZATIONS)}"
-            )
-        if self.delta_timing not in TIMINGS:
-            raise ValueError(
-                f"delta_timing: {self.delta_timing!r} is invalid; valid choices: "
-                f"{', '.join(TIMINGS)}"
-            )
 
 
 class POCAR(PPO):

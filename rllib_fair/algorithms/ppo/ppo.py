@@ -18,6 +18,23 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from rllib_fair.algorithms.ppo.module import WEIGHT_INITS, FairPPOTorchRLModule
 from rllib_fair.rllib.config import FairnessConfigMixin
 from rllib_fair.rllib.lean_learner import OPTIMIZER_IMPLS
+from rllib_fair.settings import LEARNER_REPORTED_KEYS, bool_setting, choice
+
+#: Learner result keys of RLlib's PPO (``learners/<module>/...``).
+PPO_REPORTED_KEYS = LEARNER_REPORTED_KEYS + tuple(
+    f"learners/*/{name}"
+    for name in (
+        "policy_loss",
+        "vf_loss",
+        "vf_loss_unclipped",
+        "vf_explained_var",
+        "entropy",
+        "mean_kl_loss",
+        "curr_kl_coeff",
+        "curr_entropy_coeff",
+        "diff_num_grad_updates_vs_sampler_policy",
+    )
+)
 
 
 class FairPPOConfig(FairnessConfigMixin, PPOConfig):
@@ -47,6 +64,13 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
         ...     .fairness(notion="equal_opportunity")
         ... )
     """
+
+    DECLARED_SETTINGS = (
+        choice("weight_init", WEIGHT_INITS, "initialisation of the networks"),
+        bool_setting("lean_learner", "the learner's update loop without per-minibatch bookkeeping"),
+        choice("optimizer_impl", OPTIMIZER_IMPLS, "implementation of Adam"),
+    )
+    REPORTED_KEYS = PPO_REPORTED_KEYS
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or FairPPO)
@@ -93,24 +117,6 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
         spec = super().get_default_rl_module_spec()
         spec.module_class = FairPPOTorchRLModule
         return spec
-
-    def validate(self) -> None:
-        """PPO's and the fairness checks, then ``weight_init``."""
-        super().validate()
-        if self.weight_init not in WEIGHT_INITS:
-            raise ValueError(
-                f"weight_init: {self.weight_init!r} is invalid; valid choices: "
-                f"{', '.join(WEIGHT_INITS)}"
-            )
-        if self.optimizer_impl not in OPTIMIZER_IMPLS:
-            raise ValueError(
-                f"optimizer_impl: {self.optimizer_impl!r} is invalid; valid choices: "
-                f"{', '.join(OPTIMIZER_IMPLS)}"
-            )
-        if not isinstance(self.lean_learner, bool):
-            raise ValueError(
-                f"lean_learner: {self.lean_learner!r} is invalid; valid choices: true, false"
-            )
 
 
 class FairPPO(PPO):

@@ -35,14 +35,13 @@ from ray.rllib.algorithms.ppo import PPO
 
 from rllib_fair.algorithms.pocar.pocar import POCARConfig
 from rllib_fair.algorithms.ppoc.ppoc import (
-    _choice,
     add_qualification_columns,
     emits_qualification_info,
 )
-from rllib_fair.algorithms.rppo.rppo import _non_negative
 from rllib_fair.fairness.qualification import W1_FORMS
 from rllib_fair.fairness.sinkhorn import SINKHORN_PS
 from rllib_fair.rllib.targets import STEP_DISPARITY, Metric, OwnMetrics
+from rllib_fair.settings import choice, integer, number
 
 
 class FPPOLConfig(POCARConfig):
@@ -78,6 +77,24 @@ class FPPOLConfig(POCARConfig):
         ),
         note="the env's reward; A-PPO's advantage terms plus the long-term W1 terms",
     )
+
+    DECLARED_SETTINGS = (
+        number("beta_3", "weight of mm(l1): W increase while the TPR gap exceeds omega", 0),
+        number("beta_4", "weight of mm(l2): W decrease while it does not", 0),
+        choice("w1_form", W1_FORMS, "which distance between the groups' bin histograms"),
+        integer("w1_window", "decided applicants in the histograms (the current included)", 1),
+        integer("w1_p", "cost exponent of the Sinkhorn divergence", choices=SINKHORN_PS),
+        number("w1_blur", "final blur scale of the Sinkhorn divergence", 0, low_open=True),
+        number(
+            "w1_scaling",
+            "annealing ratio of the Sinkhorn divergence",
+            0,
+            1,
+            low_open=True,
+            high_open=True,
+        ),
+    )
+    REPORTED_KEYS = ("learners/*/fppol/*",)
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or FPPOL)
@@ -143,20 +160,6 @@ class FPPOLConfig(POCARConfig):
                 f"env: {self.env!r} emits no credit_bin infos; valid: fair/LendingDrift-v0 or "
                 "an env class with QUALIFICATION_INFO = True"
             )
-        for key in ("beta_3", "beta_4"):
-            _non_negative(key, getattr(self, key))
-        _choice("w1_form", self.w1_form, W1_FORMS)
-        w = self.w1_window
-        if isinstance(w, bool) or not isinstance(w, int) or w < 1:
-            raise ValueError(f"w1_window: {w!r} is invalid; valid: an integer >= 1")
-        if isinstance(self.w1_p, bool) or self.w1_p not in SINKHORN_PS:
-            raise ValueError(f"w1_p: {self.w1_p!r} is invalid; valid choices: 1, 2")
-        b = self.w1_blur
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b < float("inf"):
-            raise ValueError(f"w1_blur: {b!r} is invalid; valid: a finite number > 0")
-        c = self.w1_scaling
-        if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < 1:
-            raise ValueError(f"w1_scaling: {c!r} is invalid; valid: a number in (0, 1)")
         if not self.fairness_metrics:
             raise ValueError(
                 "fairness_metrics: False is invalid for FPPOLConfig (its metrics callback "

@@ -28,8 +28,8 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
 
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
-from rllib_fair.algorithms.rppo.rppo import _non_negative
 from rllib_fair.rllib.targets import Metric, OwnMetrics
+from rllib_fair.settings import Rule, bool_setting, choice, number
 
 Q_NORMALIZATIONS = ("minibatch", "none")
 LAMBDA_WEIGHTINGS = ("minibatch", "population")
@@ -63,11 +63,6 @@ def add_qualification_columns(config, pipeline, input_observation_space, input_a
         AddQualificationColumns(input_observation_space, input_action_space, config=config),
     )
     return pipeline
-
-
-def _choice(key: str, value, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"{key}: {value!r} is invalid; valid choices: {', '.join(choices)}")
 
 
 #: The groups' gap in realised qualification gain, PPO-C's target (Eq. 2).
@@ -117,6 +112,61 @@ class PPOCConfig(FairPPOConfig):
         constraints=(QUALIFICATION_GAIN_GAP,),
         note="the env's reward; loss plus beta_c C_hat^2 (Eq. 2)",
     )
+
+    DECLARED_SETTINGS = (
+        number("beta_c", "weight of the squared qualification-gain gap estimate (Eq. 2)", 0),
+        number("beta_lambda", "weight of the benefit-fairness term Lambda (Eq. 5)", 0),
+        number("lambda_epsilon", "epsilon of Lambda", 0, low_open=True),
+        choice(
+            "q_normalization",
+            Q_NORMALIZATIONS,
+            "minibatch: q standardised over the minibatch (reference); none: raw q",
+        ),
+        choice(
+            "lambda_weighting",
+            LAMBDA_WEIGHTINGS,
+            "weights of Lambda's cross-group pairs (minibatch: uniform, the reference)",
+        ),
+        bool_setting("kl_coeff_adaptive", "RLlib's adaptive KL coefficient (false: fixed)"),
+        choice(
+            "advantage_standardization",
+            ADV_STANDARDIZATIONS,
+            "minibatch: advantages standardised per minibatch (reference); batch: RLlib's",
+        ),
+        number("adam_epsilon", "Adam's epsilon", 0, low_open=True),
+        choice(
+            "decomposition_v_pi0",
+            V_PI0_VARIANTS,
+            "V_pi0 estimate of the headline qualification-gain decomposition",
+        ),
+        choice(
+            "decomposition_average",
+            AVERAGES,
+            "average of the decomposition (visited: the reference's)",
+        ),
+        bool_setting(
+            "allow_partial_episodes",
+            "treat a chunk end as the episode end (biased q); false needs whole episodes",
+        ),
+    )
+    DECLARED_RULES = (
+        Rule(
+            "whole_episodes",
+            ("batch_mode", "allow_partial_episodes"),
+            "batch_mode complete_episodes unless allow_partial_episodes (q needs whole episodes)",
+            lambda v: (
+                None
+                if v["batch_mode"] == "complete_episodes" or v["allow_partial_episodes"]
+                else (
+                    f"batch_mode: {v['batch_mode']!r} is invalid for PPO-C (the Monte Carlo "
+                    "gains need whole episodes); valid: complete_episodes (or set "
+                    "allow_partial_episodes: true)"
+                )
+            ),
+            {"batch_mode": "truncate_episodes"},
+        ),
+    )
+    REPORTED_KEYS = ("learners/*/ppoc/*",)
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or PPOC)
@@ -194,42 +244,17 @@ class PPOCConfig(FairPPOConfig):
         )
 
     def validate(self) -> None:
-        """PPO's and the fairness checks, then PPO-C's (one-line messages)."""
+        """The declared checks, PPO's and the fairness ones, then PPO-C's env checks."""
         super().validate()
         self.validate_qualification()
-        for key in ("beta_c", "beta_lambda"):
-            _non_negative(key, getattr(self, key))
-        eps = self.lambda_epsilon
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
-            raise ValueError(f"lambda_epsilon: {eps!r} is invalid; valid: a finite number > 0")
-        eps = self.adam_epsilon
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
-            raise ValueError(f"adam_epsilon: {eps!r} is invalid; valid: a finite number > 0")
-        _choice("q_normalization", self.q_normalization, Q_NORMALIZATIONS)
-        _choice("lambda_weighting", self.lambda_weighting, LAMBDA_WEIGHTINGS)
-        _choice("advantage_standardization", self.advantage_standardization, ADV_STANDARDIZATIONS)
-        for key in ("kl_coeff_adaptive",):
-            if not isinstance(getattr(self, key), bool):
-                raise ValueError(f"{key}: {getattr(self, key)!r} is invalid; valid: true, false")
 
     def validate_qualification(self) -> None:
-        """Checks shared with F-PPO-L: env, episodes, columns, metrics, decomposition."""
+        """The env (it must emit qualification gains) and the fairness wiring PPO-C needs."""
         if not emits_qualification_info(self.env):
             raise ValueError(
                 f"env: {self.env!r} emits no qualification-gain infos (individual, qual_gain, "
                 "qual_gain_ps, benefit); valid: fair/LendingDrift-v0 or an env class with "
                 "QUALIFICATION_INFO = True"
-            )
-        if not isinstance(self.allow_partial_episodes, bool):
-            raise ValueError(
-                f"allow_partial_episodes: {self.allow_partial_episodes!r} is invalid; "
-                "valid: true, false"
-            )
-        if self.batch_mode != "complete_episodes" and not self.allow_partial_episodes:
-            raise ValueError(
-                f"batch_mode: {self.batch_mode!r} is invalid for {type(self).__name__} (the "
-                "Monte Carlo gains need whole episodes); valid: complete_episodes (or set "
-                "allow_partial_episodes: true)"
             )
         if not self.fairness_columns:
             raise ValueError(
@@ -240,8 +265,6 @@ class PPOCConfig(FairPPOConfig):
                 f"fairness_metrics: False is invalid for {type(self).__name__} (its metrics "
                 "callback attaches the per-step gains); valid: true"
             )
-        _choice("decomposition_v_pi0", self.decomposition_v_pi0, V_PI0_VARIANTS)
-        _choice("decomposition_average", self.decomposition_average, AVERAGES)
 
 
 class PPOC(PPO):

@@ -22,6 +22,7 @@ from ray.rllib.algorithms.ppo import PPO
 
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.rllib.targets import STEP_DISPARITY, OwnMetrics
+from rllib_fair.settings import choice, number
 
 PENALTY_FORMS = ("hinge", "threshold")
 
@@ -51,6 +52,12 @@ class RPPOConfig(FairPPOConfig):
             return self.fairness_label_access
         return "oracle" if self.fairness_disparity_source == "true" else "observed"
 
+    DECLARED_SETTINGS = (
+        number("zeta_1", "weight of the disparity penalty on the reward", 0),
+        number("omega", "disparity tolerance below which there is no penalty", 0),
+        choice("penalty_form", PENALTY_FORMS, "hinge: max(0, Delta - omega); threshold"),
+    )
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or RPPO)
         self.zeta_1: float = 2.0
@@ -73,29 +80,6 @@ class RPPOConfig(FairPPOConfig):
         from rllib_fair.algorithms.rppo.rppo_learner import RPPOTorchLearner
 
         return RPPOTorchLearner
-
-    def validate(self) -> None:
-        """PPO's and the fairness checks, then R-PPO's."""
-        super().validate()
-        _non_negative("zeta_1", self.zeta_1)
-        _non_negative("omega", self.omega)
-        if self.penalty_form not in PENALTY_FORMS:
-            raise ValueError(
-                f"penalty_form: {self.penalty_form!r} is invalid; valid choices: "
-                f"{', '.join(PENALTY_FORMS)}"
-            )
-
-
-def _non_negative(key: str, value) -> None:
-    # `not value >= 0` also rejects NaN (every comparison with NaN is False); inf is
-    # rejected explicitly: an infinite weight turns losses and advantages into NaN.
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not value >= 0
-        or value == float("inf")
-    ):
-        raise ValueError(f"{key}: {value!r} is invalid; valid: a number >= 0")
 
 
 class RPPO(PPO):

@@ -29,12 +29,11 @@ lambda_final * t / H)``:
 
 from __future__ import annotations
 
-import math
-
 from ray.rllib.algorithms.algorithm_config import NotProvided
 
 from rllib_fair.algorithms.td3.td3 import TD3, TD3Config
 from rllib_fair.rllib.targets import RETURN_KEY, SQUARED_DISPARITY, Metric, OwnMetrics
+from rllib_fair.settings import check_object, number
 
 #: env_config key -> RTD3Config attribute written into it.
 RELAXATION_KEYS = {
@@ -70,6 +69,11 @@ class RTD3Config(TD3Config):
         note="TD3 on the relaxed reward, weight moving from the loss L to the disparity D",
     )
 
+    DECLARED_SETTINGS = (
+        number("relaxation_lambda_final", "lambda reached on the episode's last step", 0),
+        number("relaxation_sharpness", "kappa of psi(D) = 1 - (1 - D)^kappa", 0, low_open=True),
+    )
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or RTD3)
         self.relaxation_lambda_final: float = 1.0
@@ -96,12 +100,7 @@ class RTD3Config(TD3Config):
 
     def validate(self) -> None:
         """TD3's checks, the relaxation's, then writes it into ``env_config``."""
-        for key, strict in (("relaxation_lambda_final", False), ("relaxation_sharpness", True)):
-            v = getattr(self, key)
-            ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-            if not ok or v < 0 or (strict and v == 0):
-                bound = "> 0" if strict else ">= 0"
-                raise ValueError(f"{key}: {v!r} is invalid; valid: a finite number {bound}")
+        check_object(self)
         self._write_relaxation_into_env_config()
         super().validate()
 

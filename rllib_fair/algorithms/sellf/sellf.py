@@ -32,8 +32,8 @@ from ray.rllib.algorithms.ppo import PPO
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
-from rllib_fair.algorithms.rppo.rppo import _non_negative
 from rllib_fair.rllib.targets import STEP_DISPARITY, Metric, OwnMetrics
+from rllib_fair.settings import Rule, Setting, choice, integer, number
 
 NORMALIZATIONS = ("paper", "minmax")
 RENYI_FORMS = ("paper", "reference")
@@ -83,6 +83,81 @@ class SELLFConfig(FairPPOConfig):
         ),
         note="the env's reward; advantages penalised by beta_1 max(|Delta_t| - omega / 2, 0) "
         "plus a Renyi loss (Eq. 6, 7)",
+    )
+
+    DECLARED_SETTINGS = (
+        number("beta_1", "weight of the disparity penalty on the advantage", 0),
+        number("beta_2", "weight of the Renyi loss", 0),
+        number("omega", "disparity tolerance (the penalty starts at omega / 2)", 0),
+        choice(
+            "advantage_normalization",
+            NORMALIZATIONS,
+            "paper: penalty on standardised advantages; minmax: the reference's",
+        ),
+        choice("renyi_form", RENYI_FORMS, "Eq. 6 (paper) or the reference code's form"),
+        Setting(
+            "predictor_hiddens",
+            "list",
+            "hidden sizes of the label predictor ([]: logistic model)",
+            item=integer("", "", 1),
+        ),
+        number("predictor_lr", "Adam learning rate of the predictor", 0, low_open=True),
+        number(
+            "predictor_lr_decay",
+            "per-iteration decay factor of that rate",
+            0,
+            1,
+            low_open=True,
+        ),
+        integer("predictor_steps", "predictor gradient steps per iteration", 1),
+        integer(
+            "predictor_batch_size",
+            "memory samples per predictor step",
+            1,
+            none=True,
+            none_means="the whole memory",
+        ),
+        integer("memory_size", "most recent accepted samples kept for the predictor", 1),
+        integer("policy_store_size", "most recent policy snapshots kept", 1),
+        integer("policy_samples", "stored policies drawn for the acceptance probability", 1),
+    )
+    DECLARED_RULES = (
+        Rule(
+            "samples_fit_store",
+            ("policy_samples", "policy_store_size"),
+            "policy_samples <= policy_store_size (more draws than stored policies are never made)",
+            lambda v: (
+                None
+                if v["policy_samples"] <= v["policy_store_size"]
+                else (
+                    f"policy_samples: {v['policy_samples']!r} is invalid; valid: an integer in "
+                    f"[1, policy_store_size={v['policy_store_size']!r}]"
+                )
+            ),
+            {"policy_samples": 20, "policy_store_size": 10},
+        ),
+        Rule(
+            "batch_fits_memory",
+            ("predictor_batch_size", "memory_size"),
+            "predictor_batch_size <= memory_size (a larger batch is the whole memory)",
+            lambda v: (
+                None
+                if v["predictor_batch_size"] is None
+                or v["predictor_batch_size"] <= v["memory_size"]
+                else (
+                    f"predictor_batch_size: {v['predictor_batch_size']!r} is invalid; valid: an "
+                    f"integer in [1, memory_size={v['memory_size']!r}] or null (the whole memory)"
+                )
+            ),
+            {"predictor_batch_size": 2000, "memory_size": 1000},
+        ),
+    )
+    REPORTED_KEYS = (
+        "learners/*/disparity_penalty_mean",
+        "learners/*/max_ipw_weight",
+        "learners/*/memory_size",
+        "learners/*/predictor_loss",
+        "learners/*/renyi_loss",
     )
 
     def __init__(self, algo_class=None):
@@ -149,38 +224,6 @@ class SELLFConfig(FairPPOConfig):
         from rllib_fair.algorithms.sellf.torch.sellf_torch_learner import SELLFTorchLearner
 
         return SELLFTorchLearner
-
-    def validate(self) -> None:
-        """PPO's and the fairness checks, then SELLF's."""
-        super().validate()
-        for key in ("beta_1", "beta_2", "omega", "predictor_lr"):
-            _non_negative(key, getattr(self, key))
-        if self.advantage_normalization not in NORMALIZATIONS:
-            raise ValueError(
-                f"advantage_normalization: {self.advantage_normalization!r} is invalid; "
-                f"valid choices: {', '.join(NORMALIZATIONS)}"
-            )
-        if self.renyi_form not in RENYI_FORMS:
-            raise ValueError(
-                f"renyi_form: {self.renyi_form!r} is invalid; valid choices: "
-                f"{', '.join(RENYI_FORMS)}"
-            )
-        if not 0 < self.predictor_lr_decay <= 1:
-            raise ValueError(
-                f"predictor_lr_decay: {self.predictor_lr_decay!r} is invalid; valid: 0 < x <= 1"
-            )
-        for key in ("predictor_steps", "memory_size", "policy_store_size", "policy_samples"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{key}: {value!r} is invalid; valid: an integer >= 1")
-        hid = self.predictor_hiddens
-        if not isinstance(hid, (list, tuple)) or not all(
-            isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hid
-        ):
-            raise ValueError(
-                f"predictor_hiddens: {hid!r} is invalid; valid: a list of positive ints "
-                "([] for the logistic model)"
-            )
 
 
 class SELLF(PPO):

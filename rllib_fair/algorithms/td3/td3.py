@@ -56,6 +56,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_fair.rllib.config import FairnessConfigMixin, _env_meta
+from rllib_fair.settings import LEARNER_REPORTED_KEYS, Rule, bool_setting, choice, integer, number
 
 REPLAY_PATHS = ("fast", "episode")
 #: The banner ``SACConfig.validate`` logs on every call (four times per trial); TD3 is no
@@ -111,6 +112,60 @@ class TD3Config(FairnessConfigMixin, SACConfig):
             checkpoint state (off by default: 1e6 transitions are large; a restored run
             then refills the buffer, like RLlib's default for its replay buffers).
     """
+
+    DECLARED_SETTINGS = (
+        integer("policy_delay", "gradient steps per actor and target update", 1),
+        number("target_noise", "sigma of the target-policy smoothing noise", 0),
+        number("target_noise_clip", "the smoothing noise is clipped to +-this", 0),
+        number("exploration_noise", "sigma of the Gaussian exploration noise", 0),
+        integer("random_warmup_steps", "uniform random actions before this many env steps", 0),
+        choice("replay_path", REPLAY_PATHS, "fast: numpy ring buffer; episode: RLlib's buffer"),
+        number("updates_per_env_step", "gradient steps per sampled env step", 0, low_open=True),
+        bool_setting("checkpoint_replay_buffer", "put the ring buffer into checkpoints"),
+        number("actor_lr", "learning rate of the actor", 0, low_open=True, schedule=True),
+        number("critic_lr", "learning rate of the critics", 0, low_open=True, schedule=True),
+        number("tau", "Polyak factor of the target networks", 0, 1, low_open=True),
+        integer(
+            "num_steps_sampled_before_learning_starts",
+            "env steps sampled before the first update",
+            0,
+        ),
+    )
+    DECLARED_RULES = (
+        Rule(
+            "fast_path_one_step",
+            ("n_step", "replay_path"),
+            "n_step 1 with replay_path fast (n-step returns need the episode path)",
+            lambda v: (
+                None
+                if v["replay_path"] != "fast" or v["n_step"] == 1
+                else (
+                    f"n_step: {v['n_step']!r} is invalid with replay_path 'fast'; valid: 1 "
+                    "(or replay_path='episode' for n-step returns)"
+                )
+            ),
+            {"n_step": 3},
+        ),
+        Rule(
+            "twin_q",
+            ("twin_q",),
+            "twin_q stays true (TD3 always uses two critics)",
+            lambda v: (
+                None
+                if v["twin_q"] is True
+                else f"twin_q: {v['twin_q']!r} is invalid; TD3 always uses twin Q: True"
+            ),
+            {"twin_q": False},
+        ),
+    )
+    REPORTED_KEYS = LEARNER_REPORTED_KEYS + (
+        "learners/__all_modules__/num_actor_updates",
+        "learners/__all_modules__/num_gradient_steps",
+        "learners/*/policy_loss",
+        "learners/*/qf_loss",
+        "learners/*/qf_twin_loss",
+        "learners/*/qf_mean",
+    )
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or TD3)
@@ -215,36 +270,8 @@ class TD3Config(FairnessConfigMixin, SACConfig):
             super().validate()
         finally:
             sac_logger.removeFilter(banner_filter)
-        _int_at_least("policy_delay", self.policy_delay, 1)
-        _int_at_least("random_warmup_steps", self.random_warmup_steps, 0)
-        _int_at_least(
-            "num_steps_sampled_before_learning_starts",
-            self.num_steps_sampled_before_learning_starts,
-            0,
-        )
-        for key in ("target_noise", "target_noise_clip", "exploration_noise"):
-            _number_at_least(key, getattr(self, key), 0.0)
-        for key in ("actor_lr", "critic_lr"):
-            value = getattr(self, key)
-            if not callable(value) and not isinstance(value, list):
-                _number_at_least(key, value, 0.0, strict=True)
-        _number_at_least("updates_per_env_step", self.updates_per_env_step, 0.0, strict=True)
-        if not (isinstance(self.tau, (int, float)) and 0.0 < self.tau <= 1.0):
-            raise ValueError(f"tau: {self.tau!r} is invalid; valid: 0 < tau <= 1")
         if not (isinstance(self.gamma, (int, float)) and 0.0 <= self.gamma <= 1.0):
             raise ValueError(f"gamma: {self.gamma!r} is invalid; valid: 0 <= gamma <= 1")
-        if self.replay_path not in REPLAY_PATHS:
-            raise ValueError(
-                f"replay_path: {self.replay_path!r} is invalid; valid choices: "
-                f"{', '.join(REPLAY_PATHS)}"
-            )
-        if self.replay_path == "fast" and self.n_step != 1:
-            raise ValueError(
-                f"n_step: {self.n_step!r} is invalid with replay_path 'fast'; valid: 1 "
-                "(or replay_path='episode' for n-step returns)"
-            )
-        if self.twin_q is not True:
-            raise ValueError(f"twin_q: {self.twin_q!r} is invalid; TD3 always uses twin Q: True")
         if self.initial_alpha != 1.0 or self.target_entropy not in (None, "auto"):
             raise ValueError(
                 f"initial_alpha/target_entropy: {self.initial_alpha!r}/{self.target_entropy!r} "
@@ -254,11 +281,6 @@ class TD3Config(FairnessConfigMixin, SACConfig):
             raise ValueError(
                 f"replay_buffer_config['type']: {self.replay_buffer_config.get('type')!r} is "
                 "invalid; TD3 replays uniformly: 'EpisodeReplayBuffer'"
-            )
-        if not isinstance(self.checkpoint_replay_buffer, bool):
-            raise ValueError(
-                f"checkpoint_replay_buffer: {self.checkpoint_replay_buffer!r} is invalid; "
-                "valid: true, false"
             )
         space = self._action_space_or_none()
         if space is not None and not isinstance(space, gym.spaces.Box):
@@ -290,19 +312,6 @@ class TD3Config(FairnessConfigMixin, SACConfig):
             return made.action_space
         finally:
             made.close()
-
-
-def _int_at_least(key: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{key}: {value!r} is invalid; valid: an integer >= {low}")
-
-
-def _number_at_least(key: str, value, low: float, strict: bool = False) -> None:
-    ok = isinstance(value, (int, float, np.floating)) and not isinstance(value, bool)
-    ok = ok and np.isfinite(value) and (value > low if strict else value >= low)
-    if not ok:
-        rel = ">" if strict else ">="
-        raise ValueError(f"{key}: {value!r} is invalid; valid: a finite number {rel} {low}")
 
 
 class TransitionRingBuffer:

@@ -43,7 +43,9 @@ from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, ENV_RUNNER_SAMPLING_TIME
 
 from rllib_fair.algorithms.myopic.myopic import NoOpLearner
 from rllib_fair.rllib.config import FairnessConfigMixin
+from rllib_fair.settings import Rule, bool_setting, choice, integer, number
 from rllib_fair.uncertainty import (
+    GROUP_ENCODINGS,
     STRATEGIES,
     DesignTransform,
     LogisticModel,
@@ -55,6 +57,7 @@ from rllib_fair.uncertainty import (
     fisher_information,
     make_streams,
 )
+from rllib_fair.uncertainty.strategies import EXPLORATION_SIZINGS
 
 ENV_ID = "fair/QuarterlyLending-v0"
 #: Per-quarter metrics logged under ``uncertainty/`` (oracle metrics need label access
@@ -231,6 +234,87 @@ class UncertaintyConfig(FairnessConfigMixin, AlgorithmConfig):
         "cf_bce_weight",
     )
 
+    DECLARED_SETTINGS = (
+        choice("strategy", STRATEGIES, "lending strategy of the bank"),
+        number("proportion_certain", "certain share of the budget", 0, 1),
+        number("delta", "exploration fraction of the quarter", 0, 1),
+        number("rejection_threshold", "least repayment probability to grant", 0, 1),
+        number("ci_z", "normal quantile of the confidence interval", 0, low_open=True),
+        bool_setting("fill_budget", "spend the whole budget"),
+        choice(
+            "exploration_sizing",
+            EXPLORATION_SIZINGS,
+            "the paper's two descriptions of the exploration size",
+        ),
+        integer("n_epochs", "passes over the data per fit", 0),
+        number("lr", "step size of the logistic model's fit", 0, low_open=True),
+        integer("batch_size", "minibatch rows", 1, none=True, none_means="full batch"),
+        bool_setting("use_group_feature", "the group is a model input"),
+        choice("q_encoding", ("int", "onehot"), "encoding of the Q feature"),
+        choice("group_encoding", GROUP_ENCODINGS, "how the group enters the model"),
+        choice(
+            "train_on",
+            ("quarter", "cumulative"),
+            "quarter: this quarter's loans (warm start); cumulative: every labelled row",
+        ),
+        choice("optimizer", ("sgd", "newton"), "sgd (the paper) or newton (MLE)"),
+        number("cf_alpha", "sharpness of the counterfactual soft decision", 0, low_open=True),
+        choice(
+            "cf_rows",
+            ("all", "labelled"),
+            "rows of the counterfactual objective",
+        ),
+        number("cf_bce_weight", "weight of a log-likelihood term in that objective", 0),
+    )
+    DECLARED_RULES = (
+        Rule(
+            "one_runner_one_env",
+            ("num_env_runners", "num_envs_per_env_runner"),
+            "at most one env runner with one env (the bank follows one episode)",
+            lambda v: (
+                None
+                if v["num_env_runners"] <= 1 and v["num_envs_per_env_runner"] == 1
+                else (
+                    f"num_env_runners={v['num_env_runners']}, num_envs_per_env_runner="
+                    f"{v['num_envs_per_env_runner']}: invalid; valid: at most 1 env runner with "
+                    "1 env (the bank follows one episode quarter by quarter)"
+                )
+            ),
+            {"num_env_runners": 2},
+        ),
+        Rule(
+            "no_evaluation",
+            ("evaluation_interval",),
+            "no evaluation runs (the bank is judged on the quarters it decides)",
+            lambda v: (
+                None
+                if not v["evaluation_interval"]
+                else (
+                    f"evaluation_interval={v['evaluation_interval']}: invalid; valid: None or 0 "
+                    "(the strategies are judged on the quarters they decide while learning: an "
+                    "evaluation episode is a data set the bank never fitted, and evaluation "
+                    "runners never receive its model)"
+                )
+            ),
+            {"evaluation_interval": 1},
+        ),
+        Rule(
+            "newton_not_counterfactual",
+            ("optimizer", "strategy"),
+            "optimizer newton fits the likelihood, which the counterfactual strategy does not",
+            lambda v: (
+                None
+                if not (v["optimizer"] == "newton" and v["strategy"] == "counterfactual")
+                else (
+                    "optimizer: 'newton' is invalid with strategy 'counterfactual' (it fits the "
+                    "likelihood); valid: sgd"
+                )
+            ),
+            {"optimizer": "newton", "strategy": "counterfactual"},
+        ),
+    )
+    REPORTED_KEYS = ("uncertainty/*",)
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or Uncertainty)
         base = QuarterlyConfig()
@@ -295,23 +379,6 @@ class UncertaintyConfig(FairnessConfigMixin, AlgorithmConfig):
         env = self.env.split(":", 1)[-1] if isinstance(self.env, str) else self.env
         if env != ENV_ID:
             raise ValueError(f"env: {self.env!r} is invalid; valid: {ENV_ID}")
-        if self.num_env_runners > 1 or self.num_envs_per_env_runner != 1:
-            raise ValueError(
-                f"num_env_runners={self.num_env_runners}, num_envs_per_env_runner="
-                f"{self.num_envs_per_env_runner}: invalid; valid: at most 1 env runner with "
-                "1 env (the bank follows one episode quarter by quarter)"
-            )
-        if self.evaluation_interval:
-            raise ValueError(
-                f"evaluation_interval={self.evaluation_interval}: invalid; valid: None or 0 "
-                "(the strategies are judged on the quarters they decide while learning: an "
-                "evaluation episode is a data set the bank never fitted, and evaluation "
-                "runners never receive its model)"
-            )
-        if self.strategy not in STRATEGIES:
-            raise ValueError(
-                f"strategy: {self.strategy!r} is invalid; valid choices: {', '.join(STRATEGIES)}"
-            )
         try:
             self.quarterly_config()
         except (TypeError, ValueError) as err:

@@ -663,6 +663,8 @@ def _non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
 def _check_value(where: str, value: Any, rule: _Rule | Setting | None, default: Any) -> None:
     """One setting: finite numbers, then its rule or declaration, else its default's type."""
     bad = _non_finite(value)
+    if isinstance(rule, Setting) and not rule.finite and bad is not None and not bad[0]:
+        bad = None if value == math.inf else bad  # a declared infinite value (inf: off)
     if bad is not None:
         if not bad[0] and isinstance(rule, Setting):
             valid = rule.valid_text().removeprefix("choices: ")
@@ -921,7 +923,8 @@ def _check_reported_key(section: str, key: str, cfgs: list) -> None:
         patterns = reported_patterns(cfg)
         if matches(tail, patterns):
             continue
-        concrete = [k for k in patterns if "*" not in k]
+        named = (k.replace("learners/*/", f"learners/{DEFAULT_MODULE}/", 1) for k in patterns)
+        concrete = [k for k in named if "*" not in k]
         close = difflib.get_close_matches(tail, concrete, n=2, cutoff=0.6)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise ExperimentError(
@@ -940,6 +943,9 @@ def _run_name(cfg) -> str:
             return run
     return name
 
+
+#: RLlib's module id of a single-agent algorithm (what ``learners/*/`` stands for).
+DEFAULT_MODULE = "default_policy"
 
 #: The env's return, the key most criteria use.
 RETURN_KEY = "env_runners/episode_return_mean"

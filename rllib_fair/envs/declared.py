@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rllib_fair.envs.base import MAX_MAGNITUDE
-from rllib_fair.settings import Rule, Setting, collect, integer, number, probabilities
+from rllib_fair.settings import Rule, Setting, collect, integer, number, probabilities, show
 
 # ----------------------------------------------------------------------- settings
 
@@ -98,8 +98,9 @@ def same_bins(
         if rows is None or bins_of(rows) is not None:
             return None
         return (
-            f"{cluster}: rows of lengths {[len(r) for r in rows]} are invalid; valid: every "
-            "group over the same bins (rows of one length)"
+            f"{cluster}: {show(v[cluster])} is invalid (rows of lengths "
+            f"{[len(r) for r in rows]}); valid: every group over the same bins (rows of one "
+            "length)"
         )
 
     def success_matches(v: Mapping) -> str | None:
@@ -112,8 +113,8 @@ def same_bins(
         if not bad:
             return None
         return (
-            f"{success}: {len(rows[0]) if len(rows) == 1 else [len(r) for r in rows]} bins "
-            f"are invalid; valid: {bins} probabilities per row, one per bin of {cluster}"
+            f"{success}: {show(sp)} is invalid ({[len(r) for r in rows]} entries per row); "
+            f"valid: {bins} probabilities per row, one per bin of {cluster}"
         )
 
     return (

@@ -34,10 +34,11 @@ from rllib_fair.envs.declared import (
     max_steps,
     probability_rows,
     probability_table,
+    same_bins,
 )
 from rllib_fair.envs.pool import PoolEnv
 from rllib_fair.fairness import qualification as qual
-from rllib_fair.settings import Rule, bool_setting, integer, probabilities
+from rllib_fair.settings import Rule, bool_setting, integer, probabilities, show
 
 #: Number of credit-score bins (the reference's ``len(DELAYED_IMPACT_SUCCESS_PROBS)``).
 N_BINS = 14
@@ -121,17 +122,14 @@ def _bins_problem(v) -> str | None:
     if cp is None or sp is None:
         return None
     bins = bins_of(cp)
-    if bins is None:
-        return (
-            f"cluster_probs: rows of lengths {[len(r) for r in cp]} are invalid; valid: both "
-            "groups over the same bins"
-        )
+    if bins is None:  # the cluster rule reports it
+        return None
     rows = list(sp) if sp and isinstance(sp[0], (list, tuple)) else [sp]
     if all(len(r) == bins for r in rows):
         return None
     return (
-        f"success_probs: {[len(r) for r in rows]} bins are invalid; valid: {bins} "
-        "probabilities per row, one per bin of cluster_probs"
+        f"success_probs: {show(sp)} is invalid ({[len(r) for r in rows]} entries per row); "
+        f"valid: {bins} probabilities per row, one per bin of cluster_probs"
     )
 
 
@@ -334,22 +332,24 @@ class LendingDriftEnv(PoolEnv):
                 None
                 if v["drift_probs"] is None or all(len(r) == 3 for r in v["drift_probs"])
                 else (
-                    f"drift_probs: row lengths {[len(r) for r in v['drift_probs']]} are invalid; "
-                    "valid: 3 probabilities per group (P(-1), P(0), P(+1))"
+                    f"drift_probs: {show(v['drift_probs'])} is invalid (rows of "
+                    f"{[len(r) for r in v['drift_probs']]}); valid: 3 probabilities per group "
+                    "(P(-1), P(0), P(+1))"
                 )
             ),
             {"drift_probs": [[0.5, 0.5], [0.5, 0.5]]},
         ),
+        same_bins()[0],
         Rule(
-            "bins_match",
+            "success_bins_match",
             ("success_probs", "cluster_probs"),
-            "cluster_probs rows have one length; success_probs one entry per bin",
+            "success_probs has one entry per bin of cluster_probs (or the setting's)",
             lambda v: _bins_problem(v),
             {"success_probs": [0.5] * 15},
         ),
         Rule(
             "whole_individuals",
-            ("cluster_probs", "individuals_per_group"),
+            ("individuals_per_group", "cluster_probs"),
             "cluster_probs times individuals_per_group gives whole numbers per bin",
             lambda v: _whole_problem(v),
             {"individuals_per_group": 7},

@@ -33,7 +33,7 @@ from rllib_fair.envs.declared import (
     same_bins,
 )
 from rllib_fair.envs.pool import PoolEnv
-from rllib_fair.settings import Rule, Setting, bool_setting, integer, number, probabilities
+from rllib_fair.settings import Rule, Setting, bool_setting, integer, number, probabilities, show
 
 FICO_TABLE_PATH = Path(__file__).resolve().parent / "data" / "fico_bins.json"
 
@@ -58,8 +58,9 @@ def _bins_problem(cluster_probs, success_probs) -> str | None:
     if bins is None or sp_bins is None or bins == sp_bins:
         return None
     return (
-        f"success_probs: {sp_bins} bins per group is invalid; valid: {bins} (the bins of "
-        f"cluster_probs{'' if cluster_probs is not None else ', the FICO table'})"
+        f"success_probs: {show(success_probs)} is invalid ({sp_bins} bins per group); valid: "
+        f"{bins} probabilities per group (the bins of "
+        f"{'cluster_probs' if cluster_probs is not None else 'the FICO table'})"
     )
 
 

@@ -40,7 +40,7 @@ from rllib_fair.envs.lending import (
     DEFAULT_SUCCESS_PROBS,
     LendingEnv,
 )
-from rllib_fair.settings import Rule, Setting, number, probabilities
+from rllib_fair.settings import Rule, Setting, number, probabilities, show
 
 #: ELBERT ``DELAYED_IMPACT_CLUSTER_PROBS_1``: initial credit-bin distribution per group
 #: (group 1 still starts with lower credit: mean bin 3.25 vs 4.35).
@@ -94,8 +94,8 @@ def _transition_problem(trans, bins: int | None) -> str | None:
         return None
     shapes = [[len(row) for row in mat] for mat in trans]
     return (
-        f"transition_dynamics: row lengths {shapes} are invalid; valid: 2 tables of {bins} "
-        f"rows of {bins} probabilities (the bins of cluster_probs)"
+        f"transition_dynamics: {show(trans)} is invalid (row lengths {shapes}); valid: 2 "
+        f"tables of {bins} rows of {bins} probabilities (the bins of cluster_probs)"
     )
 
 

@@ -55,7 +55,11 @@ class RPPOConfig(FairPPOConfig):
     DECLARED_SETTINGS = (
         number("zeta_1", "weight of the disparity penalty on the reward", 0),
         number("omega", "disparity tolerance below which there is no penalty", 0),
-        choice("penalty_form", PENALTY_FORMS, "hinge: max(0, Delta - omega); threshold"),
+        choice(
+            "penalty_form",
+            PENALTY_FORMS,
+            "hinge: max(0, Delta - omega); threshold: Delta 1[Delta >= omega]",
+        ),
     )
 
     def __init__(self, algo_class=None):

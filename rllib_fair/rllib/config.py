@@ -326,8 +326,30 @@ class FairnessConfigMixin:
 
         The declared ones (:mod:`rllib_fair.settings`) come first; then RLlib's own
         checks and the fairness checks the declarations cannot express (they need the env).
+        Nothing is set here: what this config derives for RLlib is set by :meth:`freeze`.
         """
         check_object(self)
+        super().validate()
+        self.validate_fairness()
+
+    def freeze(self) -> None:
+        """Sets the derived settings (:meth:`resolve_derived`), then RLlib's ``freeze``.
+
+        RLlib's ``Algorithm`` validates its config and freezes it before anything reads
+        it, so this is where a config settles what it derives from its other settings.
+        """
+        if not self._is_frozen:
+            self.resolve_derived()
+        super().freeze()
+
+    def resolve_derived(self) -> None:
+        """Sets what RLlib reads and this config derives (called by :meth:`freeze`).
+
+        * ``env_runner_cls``: :class:`~rllib_fair.rllib.env_runner.FairEnvRunner` where
+          none is set (single-agent sampling on the new API stack, no offline output);
+        * ``gym_env_vectorize_mode``: ``vector_entry_point`` where it is left at ``sync``
+          and the env's native vector version applies (``native_vector_env``).
+        """
         native = self.native_vector_env
         if native == "auto":
             native = (self.num_envs_per_env_runner or 1) >= NATIVE_VECTOR_MIN_ENVS
@@ -344,8 +366,6 @@ class FairnessConfigMixin:
             from rllib_fair.rllib.env_runner import FairEnvRunner
 
             self.env_runner_cls = FairEnvRunner
-        super().validate()
-        self.validate_fairness()
 
     def validate_fairness(self) -> None:
         """The fairness checks that need the env (raises ValueError, one line).

@@ -54,6 +54,8 @@ def test_validate_messages(env_config, setting, needle):
 def test_validate_adds_the_time_feature_and_rejects_other_envs():
     cfg = get_config_class("LUCBFair")().environment("fair/Replicator-v0", env_config={})
     cfg.validate()
+    assert cfg.env_config == {}  # validate() only checks
+    cfg.freeze()  # what RLlib's Algorithm does next
     assert cfg.env_config["include_time"] is True
     cfg = get_config_class("LUCBFair")().environment("fair/Lending-v0")
     with pytest.raises(ValueError, match="env: 'fair/Lending-v0' is invalid for L-UCBFair"):

@@ -23,6 +23,8 @@ def test_config_writes_the_relaxation_into_env_config():
     cfg = RTD3Config().environment("fair/ReplicatorAdult-v0", env_config=dict(TASK))
     cfg.relaxation(lambda_final=0.5, sharpness=20.0)
     cfg.validate()
+    assert cfg.env_config == TASK  # validate() only checks
+    cfg.freeze()  # what RLlib's Algorithm does next: the relaxation is written
     assert cfg.env_config == {
         **TASK,
         "reward_mode": "relaxed",
@@ -37,6 +39,7 @@ def test_env_reward_is_eq6_under_the_written_config():
     """The env built from the validated env_config pays 1 - ((1 - t/H) L + (t/H) D)."""
     cfg = RTD3Config().environment("fair/ReplicatorAdult-v0", env_config=dict(TASK))
     cfg.validate()
+    cfg.freeze()
     env = ReplicatorAdultEnv(**cfg.env_config)
     env.reset(options={"q": [0.3, 0.7]})
     rng = np.random.default_rng(0)

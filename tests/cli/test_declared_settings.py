@@ -283,6 +283,23 @@ def test_declared_checks_only_read():
     assert {k: v for k, v in vars(cfg).items() if k in before} == before
 
 
+@pytest.mark.parametrize("run", list(ALGORITHMS))
+def test_validate_only_checks_and_freeze_sets_what_is_derived(run):
+    """validate() sets none of the config's settings (RLlib's own validate() sets
+    simple_optimizer); freeze() sets what the config derives for RLlib."""
+    import copy
+
+    from rllib_fair.rllib.env_runner import FairEnvRunner
+
+    cfg = get_config_class(run)().environment(ALGORITHMS[run].smoke_env)
+    before = copy.deepcopy({k: v for k, v in vars(cfg).items() if not callable(v)})
+    cfg.validate()
+    after = {k: v for k, v in vars(cfg).items() if not callable(v)}
+    assert [k for k in before if before[k] != after[k]] in ([], ["simple_optimizer"])
+    cfg.freeze()
+    assert cfg.env_runner_cls is FairEnvRunner
+
+
 def test_setting_messages_are_exact():
     """The wording of the declared errors (one line: key, bad value, what is valid)."""
     from rllib_fair.settings import SettingError, choice, integer, number, probabilities

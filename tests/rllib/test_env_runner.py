@@ -57,6 +57,7 @@ def _runner(
     if callbacks is not None:
         cfg.callbacks(callbacks)
     cfg.validate()
+    cfg.freeze()  # the runner class and vector mode are set with the frozen config
     # RLlib's loop (lean=False) and the lean one run on the same runner class
     assert cfg.env_runner_cls is FairEnvRunner
     runner = FairEnvRunner(config=cfg)
@@ -191,6 +192,7 @@ def test_lean_loop_raises_on_non_finite_logits(ray_session):
 def test_lean_sampling_false_keeps_rllibs_loop_and_bad_value_is_refused():
     cfg = get_config_class("PPO")().environment("fair/Lending-v0")
     cfg.env_runners(num_env_runners=0, lean_sampling=False).validate()
+    cfg.freeze()
     # the seeding fix stays on: the runner is ours, its loop RLlib's
     assert cfg.env_runner_cls is FairEnvRunner
     runner = FairEnvRunner(config=cfg)
@@ -257,6 +259,7 @@ def _failing_runner(lean: bool, restart: bool):
         .debugging(seed=1)
     )
     cfg.validate()
+    cfg.freeze()
     runner = (cfg.env_runner_cls or SingleAgentEnvRunner)(config=cfg)
     assert not lean or runner._lean_loop_applies(1, random_actions=False)
     return runner
@@ -311,6 +314,7 @@ def test_lean_loop_keeps_infos_whose_keys_vary_by_step(ray_session, num_envs):
             .debugging(seed=2)
         )
         cfg.validate()
+        cfg.freeze()
         runner = (cfg.env_runner_cls or SingleAgentEnvRunner)(config=cfg)
         try:
             runs[lean] = [runner.sample(num_timesteps=120, explore=True) for _ in range(2)]

@@ -429,23 +429,33 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
             "seed": self.seed,
         }
 
+    def env_config_with_time(self) -> dict:
+        """``env_config`` with ``include_time=True`` added for a replicator env without it."""
+        env_config = dict(self.env_config or {})
+        if (
+            "include_time" not in env_config
+            and self.env is not None
+            and hasattr(make_model_env(self.env, env_config), "q_from_observation")
+        ):
+            env_config["include_time"] = True
+        return env_config
+
+    def resolve_derived(self) -> None:
+        """The shared derived settings, then ``include_time`` (called by ``freeze()``)."""
+        super().resolve_derived()
+        self.env_config = self.env_config_with_time()
+
     def validate(self) -> None:
         """RLlib's and the fairness checks, then L-UCBFair's (one-line messages).
 
-        A replicator ``env_config`` without ``include_time`` gets ``include_time=True``
-        (the module needs the step index); an explicit False is an error.
+        A replicator ``env_config`` without ``include_time`` is checked as it will run,
+        with ``include_time=True`` (:meth:`resolve_derived` sets it: the module needs the
+        step index); an explicit False is an error.
         """
-        if (
-            isinstance(self.env_config, dict)
-            and "include_time" not in self.env_config
-            and self.env is not None
-            and hasattr(make_model_env(self.env, self.env_config), "q_from_observation")
-        ):
-            self.env_config["include_time"] = True
         super().validate()
         if self.env is None:
             return
-        env = make_model_env(self.env, self.env_config)
+        env = make_model_env(self.env, self.env_config_with_time())
         if not hasattr(env, "q_from_observation"):
             raise ValueError(
                 f"env: {self.env!r} is invalid for L-UCBFair (no replicator state); valid "

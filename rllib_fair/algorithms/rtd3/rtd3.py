@@ -99,12 +99,27 @@ class RTD3Config(TD3Config):
         return self.relaxation(lambda_final=relaxation_lambda_final, sharpness=relaxation_sharpness)
 
     def validate(self) -> None:
-        """TD3's checks, the relaxation's, then writes it into ``env_config``."""
+        """The relaxation's checks, then TD3's.
+
+        The env must have a relaxed reward and ``env_config`` must not conflict with the
+        relaxation; :meth:`resolve_derived` writes it into ``env_config``.
+        """
         check_object(self)
-        self._write_relaxation_into_env_config()
+        self.relaxed_env_config()
         super().validate()
 
-    def _write_relaxation_into_env_config(self) -> None:
+    def resolve_derived(self) -> None:
+        """TD3's, then ``env_config`` with the relaxation (called by ``freeze()``)."""
+        super().resolve_derived()
+        self.env_config = self.relaxed_env_config()
+
+    def relaxed_env_config(self) -> dict:
+        """``env_config`` plus ``reward_mode='relaxed'`` and the relaxation's two settings.
+
+        Raises:
+            ValueError: one line, for an env without a relaxed reward or an
+                ``env_config`` entry that conflicts with the relaxation.
+        """
         from rllib_fair.envs import env_class
         from rllib_fair.rllib.config import _env_meta
 
@@ -129,7 +144,7 @@ class RTD3Config(TD3Config):
                     f"valid: leave it out or set {value!r}"
                 )
             env_config[key] = value
-        self.env_config = env_config
+        return env_config
 
 
 class RTD3(TD3):

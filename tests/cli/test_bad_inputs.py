@@ -670,7 +670,10 @@ CASES = [
     pytest.param(
         spec(checkpoint_config={"every": 2}),
         [],
-        ["checkpoint_config.every", "checkpoint_at_end, checkpoint_every_minutes, checkpoint_frequency, num_to_keep"],
+        [
+            "checkpoint_config.every",
+            "checkpoint_at_end, checkpoint_every_minutes, checkpoint_frequency, num_to_keep",
+        ],
         id="ckpt-unknown-key",
     ),
     pytest.param(

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.utils.annotations import override
 
 from rllib_fair.fairness.notions import get_notion, list_notions
 from rllib_fair.rllib.targets import OwnMetrics
@@ -72,6 +73,7 @@ class FairnessConfigMixin:
         fairness_columns: add the per-step fairness columns to the train batch.
     """
 
+    @override(AlgorithmConfig)
     def build_algo(self, *args, **kwargs):
         """RLlib's ``build_algo``; stopping the algorithm removes its empty log folder.
 
@@ -215,6 +217,7 @@ class FairnessConfigMixin:
             self.fairness_columns = columns
         return self
 
+    @override(AlgorithmConfig)
     def reporting(self, *, connector_metrics: bool = NotProvided, **kwargs):
         """RLlib's ``reporting()`` plus ``connector_metrics``.
 
@@ -230,6 +233,7 @@ class FairnessConfigMixin:
             self.connector_metrics = connector_metrics
         return self
 
+    @override(AlgorithmConfig)
     def env_runners(
         self,
         *,
@@ -266,6 +270,7 @@ class FairnessConfigMixin:
             self.lean_sampling = lean_sampling
         return self
 
+    @override(AlgorithmConfig)
     def callbacks(self, callbacks_class=NotProvided, **kwargs):
         """Like RLlib's, but keeps the fairness metrics callback in the list."""
         if callbacks_class is not NotProvided:
@@ -321,6 +326,7 @@ class FairnessConfigMixin:
         return out
 
     # ------------------------------------------------------------------ validation
+    @override(AlgorithmConfig)
     def validate(self) -> None:
         """Checks the declared settings and rules, then RLlib's and the env-dependent ones.
 
@@ -332,6 +338,7 @@ class FairnessConfigMixin:
         super().validate()
         self.validate_fairness()
 
+    @override(AlgorithmConfig)
     def freeze(self) -> None:
         """Sets the derived settings (:meth:`resolve_derived`), then RLlib's ``freeze``.
 

@@ -345,7 +345,11 @@ def _cmd_train(args) -> int:
 
 
 def _check_resume(args, exps) -> str | None:
-    """Why ``--resume`` cannot go on (one line), or None; repairs a cut Tune state."""
+    """Why ``--resume`` cannot go on (one line), or None; then repairs Tune's state.
+
+    The checks read only; the repairs (a cut experiment state put back from the copy,
+    stale trial decisions cleared) run once every check passed.
+    """
     from rllib_fair.cli.runner import can_resume, experiment_dir
     from rllib_fair.cli.storage import (
         StorageError,
@@ -354,21 +358,9 @@ def _check_resume(args, exps) -> str | None:
         resume_plan,
     )
 
+    folders = []
     for exp in exps:
         folder = experiment_dir(exp, args.storage_path)
-        try:
-            note = repair_experiment_state(folder) if folder.is_dir() else None
-        except StorageError as e:
-            return str(e)
-        if note:
-            print(f"[{exp.name}] resume: {note}", file=sys.stderr)
-        stale = drop_stale_decisions(folder) if folder.is_dir() else []
-        if stale:
-            print(
-                f"[{exp.name}] resume: cleared decisions Tune saved for trials being "
-                f"checkpointed when the run ended: {', '.join(stale)}",
-                file=sys.stderr,
-            )
         if not can_resume(exp, args.storage_path):
             return (
                 f"--resume: no interrupted run of {exp.name!r} to resume under "
@@ -379,6 +371,22 @@ def _check_resume(args, exps) -> str | None:
             resume_plan(folder, move_incomplete=False)
         except StorageError as e:
             return str(e)
+        folders.append((exp, folder))
+    for exp, folder in folders:
+        try:
+            note = repair_experiment_state(folder)
+        except StorageError as e:
+            return str(e)
+        if note:
+            print(f"[{exp.name}] resume: {note}", file=sys.stderr)
+        stops = [d for d in drop_stale_decisions(folder) if d.endswith("(STOP)")]
+        if stops:
+            print(
+                f"[{exp.name}] resume: cleared the STOP that Ray Tune saved for trial(s) "
+                f"{', '.join(s.split()[0] for s in stops)} while a checkpoint was being "
+                "written (it would end them one iteration after the restore)",
+                file=sys.stderr,
+            )
     return None
 
 

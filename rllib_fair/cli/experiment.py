@@ -57,6 +57,12 @@ from typing import Any
 
 import yaml
 
+from rllib_fair.cli.result_keys import (
+    BUDGET_KEYS,
+    LEGACY_RESULT_KEYS,
+    ExperimentError,
+    result_key,
+)
 from rllib_fair.settings import RLLIB_SETTINGS, Setting, SettingError, check_values
 
 TOP_LEVEL_KEYS = (
@@ -74,17 +80,6 @@ TOP_LEVEL_KEYS = (
     "seeds",
     "tune",
 )
-
-# Old result keys people still write in stop / pass_criteria blocks.
-LEGACY_RESULT_KEYS = {
-    "episode_reward_mean": "env_runners/episode_return_mean",
-    "episode_return_mean": "env_runners/episode_return_mean",
-    "timesteps_total": "num_env_steps_sampled_lifetime",
-    "time_total_s": "time_total_s",
-    "training_iteration": "training_iteration",
-}
-BUDGET_KEYS = ("training_iteration", "num_env_steps_sampled_lifetime", "time_total_s")
-RESULT_PREFIXES = ("env_runners/", "fairness/", "evaluation/", "learners/", "perf/")
 
 # Keys RLlib 2.60's update_from_dict would store as dead attributes (old API stack) or
 # that were renamed; the runner rejects them with the new name.
@@ -176,10 +171,6 @@ _Loader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
     list("-+0123456789."),
 )
-
-
-class ExperimentError(ValueError):
-    """A bad experiment file or override; the message is one line."""
 
 
 @dataclass
@@ -364,23 +355,6 @@ def _finite(value: int | float) -> bool:
         return False
 
 
-def _result_key(section: str, key: str) -> str:
-    if not isinstance(key, str):
-        raise ExperimentError(f"{section}: key {key!r} is invalid; valid: a result key (a string)")
-    key = LEGACY_RESULT_KEYS.get(key, key)
-    if key in BUDGET_KEYS or key.startswith(RESULT_PREFIXES):
-        return key
-    if "/" in key and all(key.split("/")):
-        # an algorithm's own namespace (lucbfair/..., uncertainty/...) or a typo:
-        # checked against the keys the configured algorithm reports (_check_metric_key)
-        return key
-    valid = ", ".join(sorted(set(LEGACY_RESULT_KEYS.values())))
-    raise ExperimentError(
-        f"{section}.{key}: unknown result key {key!r}; valid: {valid}, or a key under "
-        f"{', '.join(RESULT_PREFIXES)}"
-    )
-
-
 def _parse_stop(stop: Any) -> dict[str, float]:
     if stop is None:
         stop = {}
@@ -388,7 +362,7 @@ def _parse_stop(stop: Any) -> dict[str, float]:
         raise ExperimentError(f"stop: must be a mapping of result key to value, got {stop!r}")
     out = {}
     for key, value in stop.items():
-        rkey = _result_key("stop", key)
+        rkey = result_key("stop", key)
         num = _number(f"stop.{key}", value)
         if rkey in BUDGET_KEYS and num <= 0:
             raise ExperimentError(
@@ -483,7 +457,7 @@ def _parse_criteria(block: Any) -> list[Criterion]:
         )
     out = []
     for key, bound in block.items():
-        rkey = _result_key("pass_criteria", key)
+        rkey = result_key("pass_criteria", key)
         if isinstance(bound, (int, float)) and not isinstance(bound, bool):
             bound = {"min": bound}
         if not isinstance(bound, dict) or not bound or set(bound) - {"min", "max"}:
@@ -1253,7 +1227,7 @@ def validate_experiment(
                 raise ExperimentError(msg) from None
 
     def check_metric(where: str, key: str) -> str:
-        rkey = _result_key(where, key)
+        rkey = result_key(where, key)
         _check_metric_key(where, rkey, cfgs, groups)
         return rkey
 

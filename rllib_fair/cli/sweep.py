@@ -165,7 +165,7 @@ def constant_disparity_note(key: str) -> str | None:
 
 def parse_selection(block: Any, config) -> Selection:
     """Validates a ``selection:`` block (None: all defaults) against ``config``."""
-    from rllib_fair.cli.experiment import _result_key
+    from rllib_fair.cli.result_keys import result_key
 
     if block is None:
         block = {}
@@ -200,7 +200,7 @@ def parse_selection(block: Any, config) -> Selection:
                 raise SweepError(
                     f"selection.{field_name}: {value!r} is invalid; valid: a result key"
                 )
-            setattr(out, field_name, _result_key("selection", value))
+            setattr(out, field_name, result_key("selection", value))
     return out
 
 

@@ -105,3 +105,13 @@ def env_info(env_id: str) -> dict[str, Any]:
         "default_notion": cls.DEFAULT_NOTION,
         "description": description,
     }
+
+
+def env_meta(env: Any) -> dict[str, Any] | None:
+    """:func:`env_info` of a registered rllib-fair env id (``package:id`` accepted), else None."""
+    if not isinstance(env, str):
+        return None
+    env_id = env.split(":", 1)[1] if ":" in env else env
+    if env_id not in ENV_IDS:
+        return None
+    return env_info(env_id)

@@ -118,7 +118,7 @@ def hide_unobserved_labels(episode) -> int:
 
 
 def _group_names(config, n_groups: int) -> list[str]:
-    from rllib_fair.rllib.config import _env_meta
+    from rllib_fair.envs import env_meta as _env_meta
 
     meta = _env_meta(getattr(config, "env", None))
     if meta is not None and n_groups in (-1, len(meta["group_names"])):
@@ -539,8 +539,8 @@ def _finalize(scope: dict, group_order: list[str], headline: str = "reference") 
 
 def _selective_notion(config) -> str | None:
     """The main notion if the selective-labels metrics apply to it (two-group decisions)."""
+    from rllib_fair.envs import env_meta as _env_meta
     from rllib_fair.fairness.selective import SELECTIVE_NOTIONS
-    from rllib_fair.rllib.config import _env_meta
 
     try:
         notion = config.resolved_fairness_notion()

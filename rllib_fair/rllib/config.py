@@ -490,15 +490,10 @@ class FairnessConfigMixin:
 
 
 def _env_meta(env) -> dict | None:
-    """Metadata of a registered rllib-fair env id (or None for anything else)."""
-    if not isinstance(env, str):
-        return None
-    from rllib_fair.envs import ENV_IDS, env_info
+    """Metadata of a registered rllib-fair env id (or None): :func:`rllib_fair.envs.env_meta`."""
+    from rllib_fair.envs import env_meta
 
-    env_id = env.split(":", 1)[1] if ":" in env else env
-    if env_id not in ENV_IDS:
-        return None
-    return env_info(env_id)
+    return env_meta(env)
 
 
 #: ``native_vector_env="auto"`` uses a native vector env from this many copies per runner

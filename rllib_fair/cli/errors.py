@@ -27,8 +27,6 @@ text of remote tracebacks; it never imports Ray.
 from __future__ import annotations
 
 import errno
-import json
-import pickletools
 import re
 import traceback
 from pathlib import Path
@@ -225,24 +223,11 @@ def _actor_died(error, chain, text, checkpoint) -> str | None:
 def find_unreadable_file(folder: Path) -> Path | None:
     """The first file of a checkpoint folder that is empty or does not decode, or None.
 
-    Pickles are read opcode by opcode up to their STOP opcode (nothing is
-    unpickled); JSON files are parsed. Other files are only checked for being empty.
+    The check of :func:`rllib_fair.cli.storage.file_problem` (nothing is unpickled).
     """
-    if not folder.is_dir():
-        return None
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        try:
-            data = path.read_bytes()
-            if not data:
-                return path
-            if path.suffix == ".pkl":
-                for _ in pickletools.genops(data):
-                    pass
-            elif path.suffix == ".json":
-                json.loads(data)
-        except Exception:  # noqa: BLE001 - any failure to decode is the answer
-            return path
-    return None
+    from rllib_fair.cli.storage import damaged_file
+
+    return damaged_file(folder)
 
 
 def _chain(error: BaseException) -> list[BaseException]:

@@ -96,6 +96,30 @@ def _pickle_problem(path: Path) -> str | None:
     return None
 
 
+def file_problem(path: Path) -> str | None:
+    """Why one checkpoint file cannot be whole (empty, a cut pickle, bad JSON), or None.
+
+    Pickles are read opcode by opcode up to their STOP opcode (nothing is unpickled).
+    """
+    try:
+        if path.stat().st_size == 0:
+            return "empty"
+        if path.suffix == ".pkl":
+            return _pickle_problem(path)
+        if path.suffix == ".json":
+            json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        return f"unreadable ({type(e).__name__})"
+    return None
+
+
+def damaged_file(folder: Path) -> Path | None:
+    """The first file of a checkpoint folder that :func:`file_problem` rejects, or None."""
+    if not folder.is_dir():
+        return None
+    return next((p for p in _files(folder) if file_problem(p)), None)
+
+
 def _structural_problem(folder: Path) -> str | None:
     """Why a checkpoint without a manifest cannot be a whole RLlib checkpoint, or None."""
     meta = folder / "rllib_checkpoint.json"
@@ -113,15 +137,9 @@ def _structural_problem(folder: Path) -> str | None:
     if not ctor.is_file():
         return f"{ctor}: missing (the write never finished)"
     for p in _files(folder):
-        if p.suffix == ".pkl":
-            why = _pickle_problem(p)
-            if why:
-                return f"{p}: {why}"
-        elif p.suffix == ".json":
-            try:
-                json.loads(p.read_text())
-            except (OSError, ValueError) as e:
-                return f"{p}: unreadable JSON ({type(e).__name__})"
+        why = file_problem(p)
+        if why:
+            return f"{p}: {why}"
     return None
 
 

@@ -1,10 +1,9 @@
 """``fair/LendingDrift-v0``: lending with credit drift (Lear & Zhang, ICLR 2025, seed 001).
 
-The environment of "A Causal Lens for Learning Long-Term Fair Policies" (App. C; the
-paper text is ``shared/seeds/001_*.txt``, cited as ``paper L<n>``), after the authors'
-code (the first commits of hiaac-finance/sellf, ``ca68fcb``: ml-fairness-gym's
+The environment of "A Causal Lens for Learning Long-Term Fair Policies" (App. C), after
+the authors' code (the first commits of hiaac-finance/sellf, ``ca68fcb``: ml-fairness-gym's
 ``DelayedImpactEnv`` with ``CategoricalCreditDrift`` and the ``PPOEnvWrapper``
-observation); the implementation spec is ``shared/specs/ppo_c.md`` §1 and §5.2.
+observation). The choices made where the paper is silent are stated where they apply.
 The reference stores a probability mass per (group, bin) moved in steps of 1/100; here
 the population is 100 integer individuals per group (the same distribution: mass of a
 bin = the group's individuals in it / 100), so every step can name the individual it
@@ -43,7 +42,7 @@ from rllib_fair.settings import Rule, bool_setting, integer, probabilities, show
 #: Number of credit-score bins (the reference's ``len(DELAYED_IMPACT_SUCCESS_PROBS)``).
 N_BINS = 14
 
-#: Initial bin distribution of the advantaged group (spec §1.6, reference README): mean 7.7.
+#: Initial bin distribution of the advantaged group (the reference README): mean 7.7.
 C_PLUS: tuple[float, ...] = (
     0, 0, .05, .05, .05, .05, .10, .10, .15, .15, .15, .15, 0, 0,
 )  # fmt: skip
@@ -53,17 +52,17 @@ C_MINUS: tuple[float, ...] = (
 )  # fmt: skip
 
 #: Repayment probability per bin, Setting 1 ("Home Credit"); logistic in the bin index,
-#: sigmoid(1.2292 + 0.18840 x) to within 0.001 (spec §1.7). Shipped verbatim.
+#: sigmoid(1.2292 + 0.18840 x) to within 0.001. Shipped verbatim.
 P_HC: tuple[float, ...] = (
     .773, .804, .833, .857, .879, .898, .914, .928, .939, .949, .958, .965, .970, .975,
 )  # fmt: skip
 #: Repayment probability per bin, Setting 2 ("Lending Club"); sigmoid(0.0210 + 0.36009 x)
-#: to within 0.001 (spec §1.7). Shipped verbatim.
+#: to within 0.001. Shipped verbatim.
 P_LC: tuple[float, ...] = (
     .506, .594, .677, .750, .812, .861, .898, .927, .948, .963, .974, .982, .987, .991,
 )  # fmt: skip
 
-#: Settings 1-3 (spec §1.6, the reference README at ca68fcb): initial bin distribution per
+#: Settings 1-3 (the reference README at ca68fcb): initial bin distribution per
 #: group, repayment probabilities, drift probabilities (P(-1), P(0), P(+1)) per group.
 SETTINGS: dict[int, dict[str, Any]] = {
     1: {
@@ -151,16 +150,16 @@ class LendingDriftEnv(PoolEnv):
 
     ## Description
 
-    The lending environment of Lear & Zhang (ICLR 2025, App. C; paper L267-279, L525-549).
+    The lending environment of Lear & Zhang (ICLR 2025, Sec. 5 and App. C).
     Two groups, ``s+`` (group 0, advantaged) and ``s-`` (group 1), of
     ``individuals_per_group`` (100) individuals each, every individual in one of 14
     credit-score bins; at reset the bins follow ``cluster_probs`` exactly
-    (``round(100 * P(x0 | s))`` individuals per bin, spec §1.6). Each step one applicant
+    (``round(100 * P(x0 | s))`` individuals per bin). Each step one applicant
     ``(s, x, x_drift, y)`` is shown: group ``s ~ group_probs``, a uniformly random
     individual of that group (its bin ``x``), repayment ``y ~ Bernoulli(p(x))``
     (``success_probs``) and a drift ``x_drift in {-1, 0, +1} ~ drift_probs[s]``,
     independent of ``x`` and ``y``; ``x_drift`` and ``y`` are hidden. After the decision
-    the individual's bin becomes (App. C, paper L533, clipped to [0, 13] after adding drift
+    the individual's bin becomes (App. C, clipped to [0, 13] after adding drift
     and outcome as the reference does)::
 
         clip(x + x_drift + 1)   granted and repaid
@@ -168,9 +167,9 @@ class LendingDriftEnv(PoolEnv):
         clip(x + x_drift)       rejected (drift moves rejected applicants too)
 
     Which individual is shown does not depend on the policy: each is decided on
-    ``K ~ Binomial(T, 1/200)`` times in a T-step episode (spec §1.1).
+    ``K ~ Binomial(T, 1/200)`` times in a T-step episode.
 
-    Settings (``setting``; spec §1.6): 1 = Home-Credit repayment, C+ / C- initial
+    Settings (``setting``): 1 = Home-Credit repayment, C+ / C- initial
     distributions, symmetric drift (.1, .8, .1); 2 = the same with Lending-Club repayment
     (only bins >= 7 pay off); 3 = equal initial distributions (C+), Home-Credit repayment,
     group-dependent drift s+ (.05, .85, .10), s- (.25, .70, .05). Any table given
@@ -242,7 +241,7 @@ class LendingDriftEnv(PoolEnv):
       p(x_i)`` over the group's individuals (qualification parity, equal opportunity).
     * ``"group"``, ``"label"`` (1 = would repay), ``"decision"``, ``"label_observed"``
       (1 iff granted), python ``int``.
-    * Qualification-gain signals (spec §5.2), python scalars: ``"individual"`` (0..N-1;
+    * Qualification-gain signals, python scalars: ``"individual"`` (0..N-1;
       group 0 holds ``0..n-1``), ``"credit_bin"`` x_t, ``"next_credit_bin"`` x_{t+1},
       ``"initial_credit_bin"`` (the individual's bin at reset), ``"credit_drift"``;
       ``"qual_gain"`` g(x_t, x_{t+1}) (the cubic gain, 469 = 13^3 - 12^3 normaliser, App.
@@ -250,8 +249,8 @@ class LendingDriftEnv(PoolEnv):
       g(x_t, clip(x_t + x_drift)), i.e. the gain had the applicant been rejected, with the
       same drift draw (common random numbers); ``"qual_gain_pi0"`` the gain of the
       no-lending policy pi0 on the individual's shadow trajectory (a bin started at its
-      initial bin and moved by drift only, at the individual's own visits; spec §2.4);
-      ``"benefit"`` Delta(x_t, s_t) (paper L221).
+      initial bin and moved by drift only, at the individual's own visits);
+      ``"benefit"`` Delta(x_t, s_t), the benefit of a loan.
 
     ## Version History
 
@@ -517,7 +516,7 @@ class LendingDriftEnv(PoolEnv):
         return qual.kernels(self.success_probs, self.drift_probs, self.n_bins)
 
     def benefit_table(self) -> np.ndarray:
-        """``Delta[s, x]`` (paper L221; :func:`rllib_fair.fairness.qualification.benefit`)."""
+        """``Delta[s, x]`` (the benefit of a loan; :func:`rllib_fair.fairness.qualification.benefit`)."""
         return qual.benefit(self.transition_kernels(), qual.gain_table(self.n_bins))
 
     def visit_probability(self, group: int = 0) -> float:
@@ -534,10 +533,10 @@ class LendingDriftEnv(PoolEnv):
         return qual.visit_pmf(T, self.visit_probability(group))
 
     def pi0_value_table(self, T: int | None = None, visited: bool = True) -> np.ndarray:
-        """Exact ``V_{do(pi0, s)}(x)`` (Eq. 3, paper L190) over one episode, ``[2, n_bins]``.
+        """Exact ``V_{do(pi0, s)}(x)`` (Eq. 3) over one episode, ``[2, n_bins]``.
 
-        Averaged over the individual's number of decisions K in a ``T``-step episode
-        (spec §2.2); ``visited`` conditions on ``K >= 1`` (the reference's average over
+        Averaged over the individual's number of decisions K in a ``T``-step episode;
+        ``visited`` conditions on ``K >= 1`` (the reference's average over
         visited individuals), else unvisited individuals count with gain 0.
         """
         T = self.max_steps if T is None else T
@@ -605,12 +604,12 @@ class LendingDriftEnv(PoolEnv):
             success = self._success[g]
             qs = self._qsum[g] = self._qsum[g] + success[nx] - success[x]
             self._pop_rows[1, g] = qs * self._qm_scale[g]
-        # Shadow pi0 trajectory of this individual: drift only, same draw (spec §2.4).
+        # Shadow pi0 trajectory of this individual: drift only, same draw.
         x0 = self._x_pi0[i]
         x0n = x0 + k
         x0n = 0 if x0n < 0 else (top if x0n > top else x0n)
         self._x_pi0[i] = x0n
-        # History of decided applicants (one FIFO, both groups; spec §1.5).
+        # History of decided applicants (one FIFO, both groups).
         code = g * self.n_bins + x
         self._fifo.append(code)
         self._hist[code] += 1.0
@@ -642,7 +641,7 @@ class LendingDriftEnv(PoolEnv):
         return info
 
     def _draw_applicant(self) -> np.ndarray:
-        """Draws group, individual, repayment and drift of the next applicant (spec §1.1)."""
+        """Draws group, individual, repayment and drift of the next applicant."""
         u_group, u_ind, u_label, u_drift = self._uniform_row()
         gc = self._group_cum
         g = 0 if u_group < gc[0] else 1

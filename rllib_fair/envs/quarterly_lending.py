@@ -1,19 +1,18 @@
 """``fair/QuarterlyLending-v0``: quarterly batch lending with selective feedback (seed 004).
 
 Lee, Padh, Watson, Kilbertus, Singh, "Fairness under Uncertainty in Sequential Decisions"
-(FAccT 2026), Sec. 4, as specified in ``shared/specs/uncertainty.md`` section 8.2 and its
-errata E1 and E10. The world side (data, partition, budgets, metrics) is
+(FAccT 2026), Sec. 4. The world side (data, partition, budgets, metrics) is
 :class:`rllib_fair.uncertainty.QuarterlyProblem`; the bank (model, strategy) lives in the
 policy (:mod:`rllib_fair.algorithms.uncertainty`).
 
 One step is one quarter. An episode has ``num_partitions`` steps:
 
 * step 0 shows the **base quarter** Q1 with its observed labels ``Y`` in the observation's
-  ``labels`` field (erratum E1: the bank must fit its base model before it decides Q2, and
+  ``labels`` field (the bank must fit its base model before it decides Q2, and
   a module sees observations, not infos); the action of this step is ignored and its
   reward is 0;
 * steps 1..num_partitions-1 show quarter Q2..Q_last (``labels`` all -1): the action grants
-  loans, the reward is the quarter's utility ``U_q`` (spec 6.2), and ``info["y_obs"]``
+  loans, the reward is the quarter's utility ``U_q``, and ``info["y_obs"]``
   carries the recorded label of the granted rows only (-1 elsewhere).
 
 Observation (``Dict``):
@@ -40,7 +39,7 @@ a batch, not one individual) plus the batch keys ``granted``, ``y_obs``, ``y_rea
 ``profit`` and
 ``metrics`` (the core's :func:`~rllib_fair.uncertainty.quarter_metrics` of the quarter,
 oracle side). Under ``fairness_label_access="observed"`` the env runners drop ``y_real``
-and ``metrics`` and set the ``QUALIFIED`` counts to ``SELECTED_QUALIFIED`` (erratum E10,
+and ``metrics`` and set the ``QUALIFIED`` counts to ``SELECTED_QUALIFIED`` (what the bank can know,
 :func:`rllib_fair.rllib.callbacks.hide_unobserved_labels`).
 
 Seeding: ``reset(seed=s)`` generates the data with seed ``s`` and partitions it with

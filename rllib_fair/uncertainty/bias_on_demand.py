@@ -23,7 +23,7 @@ else sees the data: the biased (and under-sampled) group is then group 0. Nothin
 changes (the relabelling is applied to the finished table). ``disadvantaged_group=1`` (and
 ``compat=True``) keeps BiasOnDemand's labels.
 
-Caveats the relabelling cannot fix (spec erratum E5):
+Caveats the relabelling cannot fix (they are in the generator itself):
 
 * ``l_y_b`` (interaction "proxy" bias) enters the score with a **plus** sign,
   ``S += l_y_b * R * A`` (``generate_dataset.py`` lines 74 and 76). With mean R about 6 it

@@ -2,12 +2,13 @@
 
 Paper Sec. 4 ("Debiasing approaches"). Each quarter the bank scores the quarter's applicants
 with the model trained up to the previous quarter and grants at most ``B_q`` loans (budget).
-Common pieces (spec 4, [choice] where the paper is silent):
+Common pieces (our choices where the paper is silent are marked as such):
 
 * eligible set ``E_q = {i : p_i >= rejection_threshold}`` (Table 2: 0.1), computed by the
   caller (:func:`eligible_mask`);
 * certain set ``C_q`` = the top ``floor(proportion_certain * B_q)`` eligible applicants by
-  ``p`` (ties by index), computed in exact decimal arithmetic (erratum E13);
+  ``p`` (ties by index), computed in exact decimal arithmetic (float rounding would
+  give floor(0.7 * 690) = 482 instead of 483);
   ``tau_q = min_{i in C_q} p_i`` is the quarter's "clear acceptance threshold" (1 if empty);
 * uncertain region ``U_q = E_q minus C_q`` ("the region between a clear acceptance and
   rejection threshold", Sec. 4);
@@ -30,7 +31,7 @@ Common pieces (spec 4, [choice] where the paper is silent):
                             not the decision rule; see :mod:`.loop`)
 ==========================  ===============================================================
 
-``exploration_sizing="literal"`` (spec 10 item 4) reads the paper's per-method wording
+``exploration_sizing="literal"`` reads the paper's per-method wording
 instead: naive exploration includes each ``U_q`` applicant with probability ``delta``
 ("any applicant could be chosen with probability delta"); the other two sample "until the
 budget runs out", i.e. ``B_q - |C_q|`` draws.
@@ -71,7 +72,7 @@ def _decimal(value: float) -> Fraction:
 
 
 def exact_floor(fraction: float, count: int) -> int:
-    """``floor(fraction * count)`` in exact decimal arithmetic (erratum E13: 0.7*690)."""
+    """``floor(fraction * count)`` in exact decimal arithmetic (0.7 * 690 is 483, not 482)."""
     return math.floor(_decimal(fraction) * int(count))
 
 
@@ -136,7 +137,7 @@ def decide(
     fill_budget: bool = True,
     exploration_sizing: str = "unified",
 ) -> Decision:
-    """Decides one quarter (paper Sec. 4; spec 4).
+    """Decides one quarter (paper Sec. 4).
 
     Args:
         strategy: one of :data:`STRATEGIES`.
@@ -213,7 +214,7 @@ def decide(
     elif strategy == "prob_weighted":
         w = p_hat[cand_idx]
         # Successive sampling without replacement, renormalising after each draw; numpy's
-        # choice(replace=False, p=...) is exactly that (erratum E12).
+        # choice(replace=False, p=...) is exactly that.
         chosen = rng.choice(cand_idx, size=n_explore, replace=False, p=w / w.sum())
     else:
         chosen = rng.choice(cand_idx, size=n_explore, replace=False)

@@ -1,11 +1,12 @@
-"""The Table 2 sweep of seed 004 (spec 7.1, erratum E16) fanned out over Ray tasks.
+"""The Table 2 sweep of seed 004 fanned out over Ray tasks.
 
 Grid: ``l_y, l_m_y`` in {0, 2, 4}; ``l_h_r, l_h_q`` in {0, 1, 4}; ``l_m`` in {0, 1, 2};
 ``l_y_b`` in {0, 2, 4}; ``proportion_certain`` in {0.6, 0.7, 0.8}; ``delta`` in
 {0.02, 0.05, 0.1}; ``seed`` in {0, 20, 40, 60, 80}: 3^6 * 3 * 3 * 5 = 32,805 configurations
 per exploration strategy. Naive and counterfactual ignore ``proportion_certain`` and
-``delta`` (erratum E16), so by default they run 3^6 * 5 = 3,645 configurations each (with
-the App. C values 0.7 / 0.05 recorded); ``dedupe=False`` runs the full cross for them too.
+``delta`` (their decisions do not read them), so by default they run 3^6 * 5 = 3,645
+configurations each (with the App. C values 0.7 / 0.05 recorded); ``dedupe=False`` runs
+the full cross for them too.
 Distinct total: 3 * 32,805 + 2 * 3,645 = 105,705 runs.
 
 Output: one tidy CSV, one row per (configuration, quarter): the configuration's keys
@@ -47,7 +48,7 @@ BIAS_GRID: dict[str, tuple[float, ...]] = {
 PROPORTION_CERTAIN: tuple[float, ...] = (0.6, 0.7, 0.8)
 DELTAS: tuple[float, ...] = (0.02, 0.05, 0.1)
 SEEDS: tuple[int, ...] = (0, 20, 40, 60, 80)
-#: Strategies that ignore ``proportion_certain`` and ``delta`` (erratum E16).
+#: Strategies that ignore ``proportion_certain`` and ``delta`` (their decisions do not read them).
 NO_EXPLORATION: tuple[str, ...] = ("naive", "counterfactual")
 #: Values recorded for them (App. C's fixed values).
 FIXED_PC, FIXED_DELTA = 0.7, 0.05
@@ -129,12 +130,13 @@ def grid(
     proportion_certain: Iterable[float] = PROPORTION_CERTAIN,
     deltas: Iterable[float] = DELTAS,
 ) -> list[SweepConfig]:
-    """The Table 2 grid (spec 7.1) for ``strategies``, in a fixed order.
+    """The Table 2 grid for ``strategies``, in a fixed order.
 
     Args:
         strategies: strategies to include.
         seeds: Table 2's random seeds.
-        dedupe: run naive and counterfactual once per (knobs, seed) (erratum E16).
+        dedupe: run naive and counterfactual once per (knobs, seed): the two knobs do not
+            change them.
         bias_grid: levels per knob (default :data:`BIAS_GRID`).
         proportion_certain: levels of ``proportion_certain``.
         deltas: levels of ``delta``.

@@ -516,7 +516,10 @@ class LendingDriftEnv(PoolEnv):
         return qual.kernels(self.success_probs, self.drift_probs, self.n_bins)
 
     def benefit_table(self) -> np.ndarray:
-        """``Delta[s, x]`` (the benefit of a loan; :func:`rllib_fair.fairness.qualification.benefit`)."""
+        """``Delta[s, x]``, the benefit of a loan.
+
+        See :func:`rllib_fair.fairness.qualification.benefit`.
+        """
         return qual.benefit(self.transition_kernels(), qual.gain_table(self.n_bins))
 
     def visit_probability(self, group: int = 0) -> float:

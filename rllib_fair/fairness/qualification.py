@@ -1,9 +1,9 @@
 """Qualification gain, its causal decomposition and benefit fairness (Lear & Zhang, ICLR 2025).
 
-The numpy core of "A Causal Lens for Learning Long-Term Fair Policies" (seed 001; the
-paper text is ``shared/seeds/001_*.txt``, cited below as ``paper L<n>``; the
-implementation spec is ``shared/specs/ppo_c.md``, cited as ``spec §n`` / erratum ``E<n>``).
-Nothing here imports ray or torch; ``rllib_fair.envs.lending_drift`` and the PPO-C learner
+The numpy core of "A Causal Lens for Learning Long-Term Fair Policies". The method, the
+choices where the paper is silent and the corrections we found are written up in
+``docs/methods/lear2025.md``; the section names below refer to that page. Nothing here
+imports ray or torch; ``rllib_fair.envs.lending_drift`` and the PPO-C learner
 build on it.
 
 Notation: groups ``s`` (0 = s+, advantaged; 1 = s-), qualification states (bins) ``x``,
@@ -18,16 +18,16 @@ decisions ``d`` (0 = reject / d0, 1 = grant / d1). Arrays:
 Contents:
 
 * gains: :func:`cubic_gain`, :func:`potential_gain`, :func:`gain_table`;
-* dynamics: :func:`kernels` (spec §1.3), :func:`benefit` (Delta, paper L221);
+* dynamics: :func:`kernels` (App. C's transition), :func:`benefit` (Delta, Sec. 3.5);
 * exact values: :func:`visit_pmf`, :func:`visit_weights`, :func:`tabular_values`
-  (Eqs. 1, 3, 4 with visit weights, spec §2.2), :func:`finite_horizon_values` (the
-  literal recursions), :func:`decomposition` (C = DPE + IPE + SPE, paper L206-210),
-  :func:`dpe_from_benefit` (paper L241-243, Prop. 1(a));
+  (Eqs. 1, 3, 4 with visit weights), :func:`finite_horizon_values` (the literal
+  recursions), :func:`decomposition` (C = DPE + IPE + SPE, Sec. 3.4),
+  :func:`dpe_from_benefit` (Prop. 1(a));
 * rollout estimators: :func:`returns_to_go_by_individual` (the per-individual Monte Carlo
   Q), :func:`reference_pi0_heuristic` (the reference code's V_pi0 stand-in h),
   :func:`episode_decomposition` (``reference``, ``shadow``/``exact`` or a table for V_pi0;
   ``visited`` or ``population`` averaging);
-* benefit fairness: :func:`benefit_fairness_lambda` (Lambda, paper L253, erratum E1),
+* benefit fairness: :func:`benefit_fairness_lambda` (Lambda, Sec. 3.5),
   :func:`dpe_step` (the reference's per-minibatch DPE diagnostic);
 * the F-PPO-L baseline's distance: :func:`windowed_count_w1` (its Sinkhorn form in
   :mod:`rllib_fair.fairness.sinkhorn`).
@@ -67,10 +67,10 @@ __all__ = [
 def cubic_gain(x: Any, x_next: Any, n_bins: int = 14) -> np.ndarray | float:
     """The paper's qualification gain g(x, x') = (x'^3 - x^3) / |max_{|i-j|=1} g| (App. C).
 
-    App. C (paper L525): ``g(x_t, x_{t+1}) = (x_{t+1}^3 - x_t^3) / |max_{|i-j|=1} g(x_i,
-    x_j)|``; the largest one-bin step is the top one, so the normaliser is ``(n-1)^3 -
-    (n-2)^3`` (469 for 14 bins): g(12, 13) = 1, g(0, 1) = 1/469. Additive over intervals
-    (a potential difference, paper L149), the same for both groups.
+    App. C: ``g(x_t, x_{t+1}) = (x_{t+1}^3 - x_t^3) / |max_{|i-j|=1} g(x_i, x_j)|``; the
+    largest one-bin step is the top one, so the normaliser is ``(n-1)^3 - (n-2)^3`` (469
+    for 14 bins): g(12, 13) = 1, g(0, 1) = 1/469. Additive over intervals (a potential
+    difference, as Sec. 3 requires of a gain), the same for both groups.
 
     Args:
         x: bin(s) before (int or array).
@@ -89,7 +89,8 @@ def cubic_gain(x: Any, x_next: Any, n_bins: int = 14) -> np.ndarray | float:
 def potential_gain(phi: Any) -> np.ndarray:
     """Gain table ``G[x, x'] = phi[x'] - phi[x]`` of a potential ``phi`` (any additive g).
 
-    Every gain that is additive over intervals (paper L149, [U1]) is of this form.
+    Every gain that is additive over intervals (the paper's requirement on g, Sec. 3) is
+    of this form.
     """
     phi = np.asarray(phi, dtype=np.float64)
     return phi[None, :] - phi[:, None]
@@ -107,8 +108,8 @@ def gain_table(n_bins: int = 14) -> np.ndarray:
 def kernels(success: Any, drift: Any, n_bins: int | None = None) -> np.ndarray:
     """Transition kernels ``P[s, d, x, x'] = P(x' | x, d, s)`` of the credit-drift lending env.
 
-    App. C (paper L533), clipped to ``[0, n_bins - 1]`` after adding drift and outcome
-    (spec §1.3)::
+    App. C, clipped to ``[0, n_bins - 1]`` after adding drift and outcome (the authors'
+    code; the paper's equation has no clip)::
 
         x' = clip(x + drift + 1)  if d = 1, y = 1     (granted, repaid)
              clip(x + drift - 1)  if d = 1, y = 0     (granted, defaulted)
@@ -143,10 +144,10 @@ def kernels(success: Any, drift: Any, n_bins: int | None = None) -> np.ndarray:
 
 
 def benefit(P: Any, gain: Any) -> np.ndarray:
-    """Benefit ``Delta[s, x] = sum_x' (P(x'|x,d1,s) - P(x'|x,d0,s)) g(x, x')`` (paper L221, [U9]).
+    """Benefit ``Delta[s, x] = sum_x' (P(x'|x,d1,s) - P(x'|x,d0,s)) g(x, x')`` (Sec. 3.5).
 
     The conditional average effect of granting on the one-step qualification gain; with
-    ``P(.|do(s)) = P(.|s)`` (paper L223).
+    ``P(.|do(s)) = P(.|s)``.
 
     Args:
         P: ``[S, 2, n, n]`` kernels (:func:`kernels`).
@@ -165,7 +166,8 @@ def visit_pmf(T: int, q: float) -> np.ndarray:
 
     In ``fair/LendingDrift-v0`` the applicant is a uniform individual whatever the policy,
     so every individual is decided on ``K ~ Binomial(T, 1/N)`` times in a T-step episode
-    (spec §1.1). Computed in log space (no scipy).
+    (docs/methods/lear2025.md, "The environment: lending with credit drift"). Computed in
+    log space (no scipy).
     """
     T = int(T)
     k = np.arange(T + 1, dtype=np.float64)
@@ -180,7 +182,7 @@ def visit_pmf(T: int, q: float) -> np.ndarray:
 
 
 def visit_weights(T: int, q: float, visited: bool = True) -> np.ndarray:
-    """Visit weights ``w[j] = P(K > j)`` (j = 0..T-1) for the tabular values (spec §2.2).
+    """Visit weights ``w[j] = P(K > j)`` (j = 0..T-1) for the tabular values.
 
     Args:
         T: episode length (decisions in the episode).
@@ -208,13 +210,14 @@ def tabular_values(
     """Exact values of pi, pi^PS and pi0 and the visitation measure, with visit weights.
 
     With ``P_pi = sum_d pi P(.|.,d)``, ``c_pi(x) = sum_x' P_pi(x, x') g(x, x')`` and
-    ``c0(x) = sum_x' P(x'|x,d0) g(x, x')`` (spec §2.2)::
+    ``c0(x) = sum_x' P(x'|x,d0) g(x, x')`` (docs/methods/lear2025.md, "Qualification
+    gain and its values")::
 
-        V_pi  = sum_j w_j P_pi^j  c_pi      Eq. (1) with Q of [U3] (paper L159)
-        V_PS  = sum_j w_j P_pi^j  c0        Eq. (4) (paper L196): gain as under pi0,
+        V_pi  = sum_j w_j P_pi^j  c_pi      Eq. (1) with the action value Q of Sec. 3.3
+        V_PS  = sum_j w_j P_pi^j  c0        Eq. (4): gain as under pi0,
                                             transitions as under pi
-        V_pi0 = sum_j w_j P_pi0^j c0        Eq. (3) (paper L190)
-        eta   = sum_j w_j P_pi^j            expected visits x0 -> x (paper L168)
+        V_pi0 = sum_j w_j P_pi0^j c0        Eq. (3)
+        eta   = sum_j w_j P_pi^j            expected visits x0 -> x
 
     ``w = ones(T)`` gives the paper's fixed-horizon recursions
     (:func:`finite_horizon_values` runs them literally).
@@ -274,22 +277,22 @@ def finite_horizon_values(
     c0 = (P[:, 0] * G[None]).sum(axis=-1)
     P_pi = _policy_kernel(P, pi)
     for _ in range(int(horizon)):
-        # [U3] Q(x, d) = sum_x' P(x'|x,d,s) (g(x,x') + V(x')); Eq. (1) V = sum_d pi Q (L159)
+        # Q(x, d) = sum_x' P(x'|x,d,s) (g(x,x') + V(x')); Eq. (1) V = sum_d pi Q
         Q = (P * (G[None, None] + V[:, None, None, :])).sum(axis=-1)  # [S, 2, n]
         V_new = (1.0 - pi) * Q[:, 0] + pi * Q[:, 1]
-        # Eq. (4) (paper L196): gain as under pi0, continuation as under pi
+        # Eq. (4): gain as under pi0, continuation as under pi
         V_ps = c0 + np.einsum("sxy,sy->sx", P_pi, V_ps)
-        # Eq. (3) (paper L190): always d0
+        # Eq. (3): always d0
         V_0 = (P[:, 0] * (G[None] + V_0[:, None, :])).sum(axis=-1)
         V = V_new
     return V, V_ps, V_0
 
 
 def decomposition(V_pi: Any, V_ps: Any, V_pi0: Any, x0_dist: Any) -> dict[str, float]:
-    """``C = DPE + IPE + SPE`` from the three value tables (paper L206-210, [U8]).
+    """``C = DPE + IPE + SPE`` from the three value tables (Sec. 3.4).
 
     With ``E_s[V] = sum_x0 P(x0|s) V[s, x0]`` and groups 0 = s+, 1 = s- (Definition 1,
-    paper L153, signed s+ - s-)::
+    signed s+ - s-)::
 
         C   = E+[V_pi]            - E-[V_pi]
         DPE = E+[V_pi - V_PS]     - E-[V_pi - V_PS]      direct policy effect
@@ -316,7 +319,7 @@ def decomposition(V_pi: Any, V_ps: Any, V_pi0: Any, x0_dist: Any) -> dict[str, f
 
 
 def _decompose(e_pi: np.ndarray, e_ps: np.ndarray, e_0: np.ndarray) -> dict[str, Any]:
-    """C, DPE, IPE, SPE from per-group means of V_pi, V_PS, V_pi0 (paper L206-210)."""
+    """C, DPE, IPE, SPE from per-group means of V_pi, V_PS, V_pi0 (Sec. 3.4)."""
     return {
         "C": float(e_pi[0] - e_pi[1]),
         "DPE": float((e_pi[0] - e_ps[0]) - (e_pi[1] - e_ps[1])),
@@ -329,12 +332,13 @@ def _decompose(e_pi: np.ndarray, e_ps: np.ndarray, e_0: np.ndarray) -> dict[str,
 
 
 def dpe_from_benefit(pi: Any, delta: Any, eta: Any, x0_dist: Any) -> float:
-    """DPE through the benefit (paper L241-243, [U10]; Prop. 1(a), paper L233-235).
+    """DPE through the benefit (Sec. 3.5, from Prop. 1(a)).
 
     ``DPE = E_{x~pi|s+}[pi(d1|x,s+) Delta(x,s+)] - E_{x~pi|s-}[pi(d1|x,s-) Delta(x,s-)]``
     with the (unnormalised) visitation measure ``sum_x0 P(x0|s) eta(x0 -> x)``. Prop. 1(a)
     reads ``V_pi - V_PS = eta (pi1 * Delta)``, with the benefit at the visited state x'
-    (the paper prints x, a typo; spec §2).
+    (the paper prints x, a typo; docs/methods/lear2025.md, "Corrections and
+    discrepancies").
     """
     pi = np.asarray(pi, dtype=np.float64)
     delta = np.asarray(delta, dtype=np.float64)
@@ -347,7 +351,7 @@ def dpe_from_benefit(pi: Any, delta: Any, eta: Any, x0_dist: Any) -> float:
 
 
 def returns_to_go_by_individual(ids: Any, gains: Any) -> np.ndarray:
-    """Per-step reward-to-go of ``gains`` over the same individual's later steps (spec §2.3.2).
+    """Per-step reward-to-go of ``gains`` over the same individual's later steps.
 
     ``q_t = sum_{t' >= t, ids[t'] = ids[t]} gains[t']``: the undiscounted Monte Carlo
     estimate of ``Q_{do(pi, s)}(x_t, d_t)`` of the reference code (``Individual.compute_q_mc``),
@@ -380,11 +384,12 @@ def returns_to_go_by_individual(ids: Any, gains: Any) -> np.ndarray:
 
 
 def reference_pi0_heuristic(n_bins: int = 14, gain: Any = None) -> np.ndarray:
-    """The reference code's stand-in for V_pi0: ``h(x0) = mean_j g(x0, j)`` (spec §2.3.4).
+    """The reference code's stand-in for V_pi0: ``h(x0) = mean_j g(x0, j)``.
 
     The reference's comment: "assumes credit scores will eventually be uniformly
-    distributed". It is not Eq. (3) and is biased (spec §6 P9): under pi0 it gives IPE != 0
-    and a policy-independent SPE (-0.665672 in Settings 1/2).
+    distributed". It is not Eq. (3) and is biased: under pi0 it gives IPE != 0 and a
+    policy-independent SPE (-0.665672 in Settings 1/2; the true SPE is 0.006526), see
+    docs/methods/lear2025.md, "Estimating from rollouts".
     """
     G = gain_table(n_bins) if gain is None else np.asarray(gain, dtype=np.float64)
     return G.mean(axis=1)
@@ -403,7 +408,7 @@ def episode_decomposition(
     n_per_group: Any = None,
     gain: Any = None,
 ) -> dict[str, Any]:
-    """Per-episode estimates of C, DPE, IPE, SPE from one episode's steps (spec §2.3-2.4).
+    """Per-episode estimates of C, DPE, IPE, SPE from one episode's steps (Fig. 5's).
 
     For group s over its visited individuals ``I_s`` (first visit ``t_{i,1}``, initial bin
     ``x_{i,0}`` = its bin at the first visit):
@@ -497,13 +502,14 @@ def benefit_fairness_lambda(
     w_plus: Any = None,
     w_minus: Any = None,
 ) -> float:
-    """Benefit-fairness measure Lambda (paper L253, [U12]; erratum E1).
+    """Benefit-fairness measure Lambda (Sec. 3.5).
 
     ``Lambda = sum_{t, u} eps |p+_t - p-_u| / (eps + |Delta+_t - Delta-_u|) w+_t w-_u``
 
-    over **all** cross-group pairs (erratum E1: the normaliser is every pair, not the
-    equal-benefit ones). With ``w = None`` the weights are ``1/|B+|`` and ``1/|B-|`` (the
-    reference's minibatch form, ``sum / numel``); with the population form pass
+    over **all** cross-group pairs (the normaliser is every pair, not the equal-benefit
+    ones; docs/methods/lear2025.md, "Benefit fairness"). With ``w = None`` the weights
+    are ``1/|B+|`` and ``1/|B-|`` (the reference's minibatch form, ``sum / numel``); with
+    the population form pass
     ``w+ = P(x|s+)``, ``w- = P(x'|s-)`` over bins. As ``eps -> 0`` it tends to the sum over
     equal-benefit pairs of ``|p+ - p-| w+ w-``. An empty group gives 0.
 
@@ -530,10 +536,10 @@ def benefit_fairness_lambda(
 
 
 def dpe_step(groups: Any, prob_grant: Any, delta: Any) -> float:
-    """The reference's per-minibatch DPE diagnostic (spec §2.3.5; logged as ``dpe_loss``).
+    """The reference's per-minibatch DPE diagnostic (logged there as ``dpe_loss``).
 
     ``mean_{t in B0} Delta(x_t, 0) pi(d1|o_t) - mean_{t in B1} Delta(x_t, 1) pi(d1|o_t)``,
-    the per-step analogue of [U10] (paper L241); an empty group's mean is 0.
+    the per-step analogue of :func:`dpe_from_benefit`; an empty group's mean is 0.
 
     Args:
         groups: ``[B]`` group per step.

@@ -134,7 +134,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         ),
         AlgorithmSpec(
             name="FPPOL",
-            module="rllib_fair.algorithms.ppoc.fppol",
+            module="rllib_fair.algorithms.fppol.fppol",
             algo_class="FPPOL",
             config_class="FPPOLConfig",
             paper=(

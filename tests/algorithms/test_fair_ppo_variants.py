@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from rllib_fair.algorithms import get_config_class
-from rllib_fair.algorithms.pocar.pocar_learner import pocar_terms, regularize_advantages
-from rllib_fair.algorithms.rppo.rppo_learner import ShapeRewardsWithDisparity, disparity_penalty
+from rllib_fair.algorithms.common.advantages import pocar_terms
+from rllib_fair.algorithms.pocar.torch.pocar_torch_learner import regularize_advantages
+from rllib_fair.algorithms.rppo.connectors import ShapeRewardsWithDisparity, disparity_penalty
 from rllib_fair.fairness import WindowedDisparity
 from rllib_fair.rllib import keys
 

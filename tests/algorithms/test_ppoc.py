@@ -9,17 +9,16 @@ import numpy as np
 import pytest
 import torch
 
-from rllib_fair.algorithms.ppoc.ppoc_learner import (
+from rllib_fair.algorithms.common.connectors import (
     COL_BENEFIT,
     COL_CREDIT_BIN,
     COL_QUAL_PS,
     COL_QUAL_Q,
     INFO_QUAL_PS,
     INFO_QUAL_Q,
-    c_hat,
-    lambda_hat,
     qualification_columns,
 )
+from rllib_fair.algorithms.ppoc.torch.ppoc_torch_learner import c_hat, lambda_hat
 from rllib_fair.fairness import qualification as qual
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -520,7 +519,7 @@ def test_diagnostics_are_the_mean_over_every_minibatch_of_the_update(name, lean)
 
 @pytest.mark.parametrize("lean", [True, False], ids=["lean-loop", "rllib-loop"])
 def test_fppol_w1_delta_is_the_mean_over_every_minibatch(lean):
-    from rllib_fair.algorithms.ppoc.fppol import FPPOLConfig
+    from rllib_fair.algorithms.fppol.fppol import FPPOLConfig
 
     learner, batch = _update_batch(FPPOLConfig, lean_learner=lean)
     got = _run_update(learner, batch, 50)
@@ -579,7 +578,7 @@ def test_fppol_dw_is_the_change_of_the_references_sinkhorn_over_300_applicants()
     from ray.rllib.env.single_agent_episode import SingleAgentEpisode
     from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-    from rllib_fair.algorithms.ppoc.fppol import FPPOLConfig
+    from rllib_fair.algorithms.fppol.fppol import FPPOLConfig
     from rllib_fair.fairness.sinkhorn import sinkhorn_divergence_1d
     from rllib_fair.rllib.callbacks import FairnessMetricsCallback
 
@@ -625,7 +624,7 @@ def test_fppol_dw_is_the_change_of_the_references_sinkhorn_over_300_applicants()
     ],
 )
 def test_fppol_distance_settings_are_one_line_errors(key, value, match):
-    from rllib_fair.algorithms.ppoc.fppol import FPPOLConfig
+    from rllib_fair.algorithms.fppol.fppol import FPPOLConfig
 
     cfg = FPPOLConfig().environment("fair/LendingDrift-v0").training(**{key: value})
     with pytest.raises(ValueError, match=match):

@@ -1,7 +1,8 @@
-"""Tests of rllib_fair.fairness.qualification (Lear & Zhang 2025; spec ppo_c.md §5.7).
+"""Tests of rllib_fair.fairness.qualification (Lear & Zhang 2025; docs/methods/lear2025.md).
 
-Exact where possible: identities to 1e-12 on random kernels and policies, the spec's
-tables (§2.1, §2.3, §4.4, §5.7 test 8) to 1e-6, the estimators against literal ports of
+Exact where possible: identities to 1e-12 on random kernels and policies, independently
+computed tables (the benefit per bin, the reference heuristic, the exact decomposition of
+fixed policies, the never-lend values) to 1e-6, the estimators against literal ports of
 the reference code.
 """
 
@@ -16,7 +17,8 @@ from rllib_fair.fairness import qualification as q
 N_BINS = 14
 G = q.gain_table(N_BINS)
 
-#: spec §2.1: Delta(0..13) per setting (and group in Setting 3).
+#: Delta(0..13) per setting (and group in Setting 3), computed two ways: from the kernels
+#: and by a literal port of the reference code's benefit table.
 DELTA = {
     (1, 0): [.002424, .012402, .032106, .062730, .105750, .161991, .231874, .315995,
              .413605, .525908, .653018, .793343, .832676, .075384],
@@ -30,7 +32,8 @@ DELTA = {
 DELTA[(1, 1)] = DELTA[(1, 0)]
 DELTA[(2, 1)] = DELTA[(2, 0)]
 
-#: spec §4.4 exact decomposition (visited variant, T = 500): C, DPE, IPE, SPE.
+#: Exact decomposition of fixed policies (visited variant, T = 500): C, DPE, IPE, SPE
+#: (docs/methods/lear2025.md, "Reference values").
 EXACT = {
     (1, "reject"): (0.006526, 0.0, 0.0, 0.006526),
     (1, "accept"): (0.305542, 0.321184, -0.022168, 0.006526),
@@ -42,7 +45,7 @@ EXACT = {
     (3, "greedy"): (0.299157, -0.008493, 0.048296, 0.259354),
 }
 
-#: spec §2.3 item 4: the reference heuristic h(x0).
+#: The reference code's heuristic h(x0) = mean_j g(x0, j).
 H_TABLE = [1.261194, 1.259062, 1.244136, 1.203625, 1.124733, 0.994670, 0.800640, 0.529851,
            0.169510, -0.293177, -0.871002, -1.576759, -2.423241, -3.423241]  # fmt: skip
 
@@ -215,7 +218,7 @@ def test_decomposition_identity_and_prop1_on_random_problems(seed):
     eta0 = q.tabular_values(P, np.zeros_like(pi), gain, w)[3]
     c0 = (P[:, 0] * gain[None]).sum(axis=-1)
     assert np.allclose(V_ps - V_0, np.einsum("sxy,sy->sx", eta - eta0, c0), atol=1e-12, rtol=0)
-    # [U10]: DPE through the benefit and the visitation measure.
+    # DPE through the benefit and the visitation measure (from Prop. 1(a)).
     assert abs(q.dpe_from_benefit(pi, delta, eta, x0) - d["DPE"]) < 1e-12
 
 
@@ -396,8 +399,9 @@ def test_lambda_hand_computed():
     assert q.benefit_fairness_lambda([], [0.5], [], [0.1]) == 0.0
 
 
-def test_lambda_limit_is_over_all_pairs_erratum_e1():
-    # Erratum E1's example with Setting 1's Delta: bins 5, 6 (s+) and 5, 7 (s-).
+def test_lambda_limit_is_over_all_pairs():
+    # Lambda's normaliser is every cross-group pair, not the equal-benefit ones
+    # (docs/methods/lear2025.md, "Benefit fairness"). Setting 1's Delta: bins 5, 6 (s+), 5, 7 (s-).
     delta = np.asarray(DELTA[(1, 0)])
     p_plus, p_minus = [0.2, 0.9], [0.5, 0.1]
     d_plus, d_minus = delta[[5, 6]], delta[[5, 7]]

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
+from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.rllib.targets import STEP_DISPARITY, OwnMetrics
 from rllib_fair.settings import choice, number
@@ -89,6 +91,7 @@ class POCARConfig(FairPPOConfig):
         self.delta_timing: str = "post"
         self.adam_epsilon: float = 1e-5
 
+    @override(FairPPOConfig)
     def training(
         self,
         *,
@@ -99,26 +102,25 @@ class POCARConfig(FairPPOConfig):
         advantage_normalization=NotProvided,
         delta_timing=NotProvided,
         adam_epsilon=NotProvided,
-        **kw,
+        **kwargs,
     ):
         """PPO's ``training()`` plus POCAR's settings (see the class attributes)."""
-        super().training(**kw)
-        for key, value in (
-            ("beta_0", beta_0),
-            ("beta_1", beta_1),
-            ("beta_2", beta_2),
-            ("omega", omega),
-            ("advantage_normalization", advantage_normalization),
-            ("delta_timing", delta_timing),
-            ("adam_epsilon", adam_epsilon),
-        ):
-            if value is not NotProvided:
-                setattr(self, key, value)
-        return self
+        super().training(**kwargs)
+        return set_provided(
+            self,
+            beta_0=beta_0,
+            beta_1=beta_1,
+            beta_2=beta_2,
+            omega=omega,
+            advantage_normalization=advantage_normalization,
+            delta_timing=delta_timing,
+            adam_epsilon=adam_epsilon,
+        )
 
+    @override(FairPPOConfig)
     def get_default_learner_class(self):
         """Returns :class:`POCARTorchLearner`."""
-        from rllib_fair.algorithms.pocar.pocar_learner import POCARTorchLearner
+        from rllib_fair.algorithms.pocar.torch.pocar_torch_learner import POCARTorchLearner
 
         return POCARTorchLearner
 
@@ -127,6 +129,7 @@ class POCAR(PPO):
     """RLlib PPO with POCAR's regularised advantages (see module docstring)."""
 
     @classmethod
+    @override(PPO)
     def get_default_config(cls) -> POCARConfig:
         """Returns a fresh :class:`POCARConfig`."""
         return POCARConfig()

@@ -26,7 +26,13 @@ from typing import ClassVar
 
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
+from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.connectors import (
+    add_qualification_columns,
+    emits_qualification_info,
+)
+from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.rllib.targets import Metric, OwnMetrics
 from rllib_fair.settings import Rule, bool_setting, choice, number
@@ -36,34 +42,6 @@ LAMBDA_WEIGHTINGS = ("minibatch", "population")
 V_PI0_VARIANTS = ("reference", "shadow", "exact")
 AVERAGES = ("visited", "population")
 ADV_STANDARDIZATIONS = ("minibatch", "batch")
-
-#: Info keys a qualification-gain env must emit (``fair/LendingDrift-v0`` does).
-REQUIRED_INFO_KEYS = ("individual", "qual_gain", "qual_gain_ps", "benefit", "credit_bin")
-
-
-def emits_qualification_info(env) -> bool:
-    """True for a registered env id or an env class declaring ``QUALIFICATION_INFO``."""
-    if isinstance(env, str):
-        env_id = env.split(":", 1)[1] if ":" in env else env
-        from rllib_fair.envs import ENV_IDS, env_class
-
-        if env_id not in ENV_IDS:
-            return False
-        env = env_class(env_id)
-    return bool(getattr(env, "QUALIFICATION_INFO", False))
-
-
-def add_qualification_columns(config, pipeline, input_observation_space, input_action_space):
-    """Inserts :class:`AddQualificationColumns` right after the fairness columns piece."""
-    from rllib_fair.algorithms.ppoc.ppoc_learner import AddQualificationColumns
-    from rllib_fair.rllib.connectors import AddFairnessColumns
-
-    pipeline.insert_after(
-        AddFairnessColumns,
-        AddQualificationColumns(input_observation_space, input_action_space, config=config),
-    )
-    return pipeline
-
 
 #: The groups' gap in realised qualification gain, PPO-C's target (Eq. 2).
 QUALIFICATION_GAIN_GAP = Metric(
@@ -193,6 +171,7 @@ class PPOCConfig(FairPPOConfig):
         self.entropy_coeff = 0.0
         self.batch_mode = "complete_episodes"
 
+    @override(FairPPOConfig)
     def training(
         self,
         *,
@@ -207,33 +186,33 @@ class PPOCConfig(FairPPOConfig):
         decomposition_v_pi0=NotProvided,
         decomposition_average=NotProvided,
         allow_partial_episodes=NotProvided,
-        **kw,
+        **kwargs,
     ):
         """PPO's ``training()`` plus PPO-C's settings (see the class attributes)."""
-        super().training(**kw)
-        for key, value in (
-            ("beta_c", beta_c),
-            ("beta_lambda", beta_lambda),
-            ("lambda_epsilon", lambda_epsilon),
-            ("q_normalization", q_normalization),
-            ("lambda_weighting", lambda_weighting),
-            ("kl_coeff_adaptive", kl_coeff_adaptive),
-            ("advantage_standardization", advantage_standardization),
-            ("adam_epsilon", adam_epsilon),
-            ("decomposition_v_pi0", decomposition_v_pi0),
-            ("decomposition_average", decomposition_average),
-            ("allow_partial_episodes", allow_partial_episodes),
-        ):
-            if value is not NotProvided:
-                setattr(self, key, value)
-        return self
+        super().training(**kwargs)
+        return set_provided(
+            self,
+            beta_c=beta_c,
+            beta_lambda=beta_lambda,
+            lambda_epsilon=lambda_epsilon,
+            q_normalization=q_normalization,
+            lambda_weighting=lambda_weighting,
+            kl_coeff_adaptive=kl_coeff_adaptive,
+            advantage_standardization=advantage_standardization,
+            adam_epsilon=adam_epsilon,
+            decomposition_v_pi0=decomposition_v_pi0,
+            decomposition_average=decomposition_average,
+            allow_partial_episodes=allow_partial_episodes,
+        )
 
+    @override(FairPPOConfig)
     def get_default_learner_class(self):
         """Returns :class:`PPOCTorchLearner`."""
-        from rllib_fair.algorithms.ppoc.ppoc_learner import PPOCTorchLearner
+        from rllib_fair.algorithms.ppoc.torch.ppoc_torch_learner import PPOCTorchLearner
 
         return PPOCTorchLearner
 
+    @override(FairPPOConfig)
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
         """The fairness pipeline plus :class:`AddQualificationColumns` after the fairness piece."""
         pipeline = super().build_learner_connector(
@@ -243,6 +222,7 @@ class PPOCConfig(FairPPOConfig):
             self, pipeline, input_observation_space, input_action_space
         )
 
+    @override(FairPPOConfig)
     def validate(self) -> None:
         """The declared checks, PPO's and the fairness ones, then PPO-C's env checks."""
         super().validate()
@@ -271,6 +251,7 @@ class PPOC(PPO):
     """RLlib PPO with PPO-C's (Eq. 2) and PPO-Cb's (Eq. 5) loss terms."""
 
     @classmethod
+    @override(PPO)
     def get_default_config(cls) -> PPOCConfig:
         """Returns a fresh :class:`PPOCConfig` (PPO-C's defaults)."""
         return PPOCConfig()
@@ -303,6 +284,7 @@ class PPOCb(PPOC):
     """PPO-Cb: the PPO-C classes with ``beta_lambda = 1.0``."""
 
     @classmethod
+    @override(PPO)
     def get_default_config(cls) -> PPOCbConfig:
         """Returns a fresh :class:`PPOCbConfig`."""
         return PPOCbConfig()
@@ -326,6 +308,7 @@ class PPOKL(PPOC):
     """PPO-KL: the PPO-C classes with both fairness weights 0."""
 
     @classmethod
+    @override(PPO)
     def get_default_config(cls) -> PPOKLConfig:
         """Returns a fresh :class:`PPOKLConfig`."""
         return PPOKLConfig()

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
+from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.rllib.targets import STEP_DISPARITY, OwnMetrics
 from rllib_fair.settings import choice, number
@@ -68,20 +70,23 @@ class RPPOConfig(FairPPOConfig):
         self.omega: float = 0.005
         self.penalty_form: str = "hinge"
 
-    def training(self, *, zeta_1=NotProvided, omega=NotProvided, penalty_form=NotProvided, **kw):
+    @override(FairPPOConfig)
+    def training(
+        self,
+        *,
+        zeta_1=NotProvided,
+        omega=NotProvided,
+        penalty_form=NotProvided,
+        **kwargs,
+    ):
         """PPO's ``training()`` plus ``zeta_1``, ``omega`` and ``penalty_form``."""
-        super().training(**kw)
-        if zeta_1 is not NotProvided:
-            self.zeta_1 = zeta_1
-        if omega is not NotProvided:
-            self.omega = omega
-        if penalty_form is not NotProvided:
-            self.penalty_form = penalty_form
-        return self
+        super().training(**kwargs)
+        return set_provided(self, zeta_1=zeta_1, omega=omega, penalty_form=penalty_form)
 
+    @override(FairPPOConfig)
     def get_default_learner_class(self):
         """Returns :class:`RPPOTorchLearner`."""
-        from rllib_fair.algorithms.rppo.rppo_learner import RPPOTorchLearner
+        from rllib_fair.algorithms.rppo.torch.rppo_torch_learner import RPPOTorchLearner
 
         return RPPOTorchLearner
 
@@ -90,6 +95,7 @@ class RPPO(PPO):
     """RLlib PPO trained on the disparity-penalised reward (see module docstring)."""
 
     @classmethod
+    @override(PPO)
     def get_default_config(cls) -> RPPOConfig:
         """Returns a fresh :class:`RPPOConfig`."""
         return RPPOConfig()

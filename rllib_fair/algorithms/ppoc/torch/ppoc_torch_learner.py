@@ -1,136 +1,24 @@
-"""PPO-C / PPO-Cb learner: the per-individual gain columns and the two new loss terms."""
+"""PPO-C / PPO-Cb torch learner: the two new loss terms on the qualification-gain columns."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
-from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
+from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.connectors import (
+    COL_BENEFIT,
+    COL_CREDIT_BIN,
+    COL_QUAL_PS,
+    COL_QUAL_Q,
+    COL_V_PI0_REF,
+)
+from rllib_fair.algorithms.common.torch.update_means import UpdateMeanMetrics
 from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
-from rllib_fair.fairness import qualification as qual
 from rllib_fair.rllib import keys
-
-#: Info keys written by the metrics callback on the env runner (see its
-#: ``_qualification`` method): q_t and ps_t, the Monte Carlo gain-to-go of the same
-#: individual under pi and under pi^PS (spec §2.3 items 2-3), and F-PPO-L's dW_t.
-INFO_QUAL_Q = "fair_qual_q"
-INFO_QUAL_PS = "fair_qual_ps"
-INFO_W1_DELTA = "fair_w1_delta"
-
-COL_QUAL_Q = "fair_qual_q"  # float32 [B]: q_t (spec §5.4)
-COL_QUAL_PS = "fair_qual_ps"  # float32 [B]: ps_t
-COL_BENEFIT = "fair_benefit"  # float32 [B]: Delta(x_t, s_t)
-COL_V_PI0_REF = "fair_v_pi0_ref"  # float32 [B]: h(x_t), the reference's V_pi0 heuristic
-COL_CREDIT_BIN = "fair_credit_bin"  # int64 [B]: x_t (-1 on the bootstrap row)
-COL_LONG_DELTA = "fair_long_delta"  # float32 [B]: F-PPO-L's W_t - W_{t-1}
-
-
-class AddQualificationColumns(ConnectorV2):
-    """Adds the per-step qualification columns to the train batch, aligned with actions.
-
-    Row t reads ``infos[t + 1]`` (the info ``env.step(a_t)`` returned), like
-    :class:`rllib_fair.rllib.connectors.AddFairnessColumns`; RLlib's artificial bootstrap
-    row gets 0 (and -1 for the bin); it is loss-masked. ``q_t``/``ps_t`` (and F-PPO-L's
-    ``dW_t``) are computed on the env runner by the metrics callback and travel in the
-    step infos, so they stay with their steps when RLlib slices episodes across
-    data-parallel learners.
-
-    Args:
-        config: the algorithm config (``needs_qualification_returns`` /
-            ``needs_long_term_w1`` say which info keys must be present).
-    """
-
-    def __init__(self, input_observation_space=None, input_action_space=None, *, config, **kw):
-        super().__init__(input_observation_space, input_action_space, **kw)
-        self._need_q = bool(getattr(config, "needs_qualification_returns", False))
-        self._need_w1 = bool(getattr(config, "needs_long_term_w1", False))
-        self._h = qual.reference_pi0_heuristic().astype(np.float32)
-
-    def __call__(
-        self,
-        *,
-        rl_module: Any,
-        batch: dict[str, Any],
-        episodes: list,
-        explore: bool | None = None,
-        shared_data: dict | None = None,
-        **kwargs,
-    ) -> Any:
-        """One pre-batched array per column and episode chunk."""
-        phantom = bool((shared_data or {}).get("_added_loss_mask_for_valid_episode_ts"))
-        for sa_episode in self.single_agent_episode_iterator(
-            episodes, agents_that_stepped_only=False
-        ):
-            n = len(sa_episode)
-            infos = sa_episode.get_infos(slice(1, n + 1))
-            num_valid = n - 1 if phantom else n
-            cols = qualification_columns(
-                infos, n, num_valid, self._h, need_q=self._need_q, need_w1=self._need_w1
-            )
-            for column, values in cols.items():
-                self.add_n_batch_items(
-                    batch, column, items_to_add=values, num_items=n, single_agent_episode=sa_episode
-                )
-        return batch
-
-
-def qualification_columns(
-    infos: list[dict],
-    n: int,
-    num_valid: int,
-    h: np.ndarray,
-    *,
-    need_q: bool = True,
-    need_w1: bool = False,
-) -> dict[str, np.ndarray]:
-    """The qualification columns of one chunk (``infos[t]`` = info of ``env.step(a_t)``).
-
-    Raises:
-        ValueError: if a required info key is missing (the metrics callback did not run
-            on the env runners, or the env emits no qualification gains).
-    """
-    q = np.zeros(n, dtype=np.float32)
-    ps = np.zeros(n, dtype=np.float32)
-    ben = np.zeros(n, dtype=np.float32)
-    v0 = np.zeros(n, dtype=np.float32)
-    xb = np.full(n, -1, dtype=np.int64)
-    dw = np.zeros(n, dtype=np.float32)
-    for t in range(num_valid):
-        info = infos[t]
-        x = info.get("credit_bin", -1)
-        if x is None or x < 0:
-            continue
-        xb[t] = x
-        v0[t] = h[x]
-        ben[t] = info.get("benefit", 0.0)
-        if need_q:
-            try:
-                q[t] = info[INFO_QUAL_Q]
-                ps[t] = info[INFO_QUAL_PS]
-            except KeyError as err:
-                raise ValueError(
-                    "AddQualificationColumns: a step info lacks the Monte Carlo gains "
-                    f"({err.args[0]!r}); keep the FairnessMetricsCallback in callbacks_class "
-                    "and use an env that emits individual/qual_gain (fair/LendingDrift-v0)"
-                ) from None
-        if need_w1:
-            if INFO_W1_DELTA not in info:
-                raise ValueError(
-                    "AddQualificationColumns: a step info lacks F-PPO-L's W1 change; keep the "
-                    "FairnessMetricsCallback in callbacks_class"
-                )
-            dw[t] = info[INFO_W1_DELTA]
-    out = {COL_BENEFIT: ben, COL_V_PI0_REF: v0, COL_CREDIT_BIN: xb}
-    if need_q:
-        out.update({COL_QUAL_Q: q, COL_QUAL_PS: ps})
-    if need_w1:
-        out[COL_LONG_DELTA] = dw
-    return out
-
 
 # ----------------------------------------------------------------------------- loss terms
 
@@ -237,43 +125,6 @@ def _standardize_masked(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 # ----------------------------------------------------------------------------- learner
 
 
-class UpdateMeanMetrics:
-    """Learner mixin: statistics averaged over every minibatch of one update, logged once.
-
-    :meth:`add_update_means` adds one minibatch's values (0-dim tensors on the module's
-    device) to running sums kept on that device; after the update's minibatch loop
-    (RLlib's or the lean one, :meth:`after_gradient_based_update`) the means are moved to
-    the host in one transfer and logged with ``window=1``, so a result reports the mean
-    over all of the update's minibatches (the reference logs the mean over the
-    iteration's minibatches).
-    """
-
-    def add_update_means(self, module_id, values: dict[str, torch.Tensor]) -> None:
-        """Adds one minibatch's ``{name: 0-dim tensor}`` to ``module_id``'s running sums."""
-        sums = self.__dict__.setdefault("_update_means", {})
-        names = tuple(values)
-        stacked = torch.stack([v.detach().to(torch.float32) for v in values.values()])
-        entry = sums.get(module_id)
-        if entry is None or entry[0] != names:
-            sums[module_id] = [names, stacked, 1]
-        else:
-            entry[1] = entry[1] + stacked
-            entry[2] += 1
-
-    def before_gradient_based_update(self, *, timesteps) -> None:
-        """Drops sums left by loss evaluations outside an update, then the parent's hook."""
-        self.__dict__["_update_means"] = {}
-        super().before_gradient_based_update(timesteps=timesteps)
-
-    def after_gradient_based_update(self, *, timesteps) -> None:
-        """The parent's hook, then logs each module's means (one host transfer each)."""
-        super().after_gradient_based_update(timesteps=timesteps)
-        sums, self.__dict__["_update_means"] = self.__dict__.get("_update_means", {}), {}
-        for module_id, (names, total, count) in sums.items():
-            means = (total / count).tolist()
-            self.metrics.log_dict(dict(zip(names, means, strict=True)), key=module_id, window=1)
-
-
 class PPOCTorchLearner(UpdateMeanMetrics, FairPPOTorchLearner):
     """PPO torch learner with PPO-C's ``beta_c C_hat^2`` and PPO-Cb's ``beta_lambda Lambda_hat``.
 
@@ -284,6 +135,7 @@ class PPOCTorchLearner(UpdateMeanMetrics, FairPPOTorchLearner):
     learners stay identical.
     """
 
+    @override(FairPPOTorchLearner)
     def build(self) -> None:
         """PPO's build plus the population weights of Lambda (``lambda_weighting``)."""
         super().build()
@@ -294,6 +146,7 @@ class PPOCTorchLearner(UpdateMeanMetrics, FairPPOTorchLearner):
             env = LendingDriftEnv(**dict(self.config.env_config or {}))
             self._pop_bin_probs = np.asarray(env.initial_cluster_probs, dtype=np.float64)
 
+    @override(PPOTorchLearner)
     def _update_module_kl_coeff(self, *, module_id, config, kl_loss) -> None:
         """Keeps ``kl_coeff`` fixed (the paper's 1.5) unless ``kl_coeff_adaptive``."""
         if getattr(config, "kl_coeff_adaptive", True):
@@ -313,6 +166,7 @@ class PPOCTorchLearner(UpdateMeanMetrics, FairPPOTorchLearner):
         w = probs.reshape(-1)[code] / counts[code].clamp(min=1.0)
         return torch.where(ok, w, torch.zeros_like(w))
 
+    @override(FairPPOTorchLearner)
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         """PPO-KL's loss (clip + fixed KL + vf) plus Eq. 2's and Eq. 5's terms."""
         mask = batch.get(Columns.LOSS_MASK)

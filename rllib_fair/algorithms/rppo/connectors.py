@@ -1,4 +1,4 @@
-"""R-PPO learner: a connector piece that shapes the rewards right before GAE."""
+"""R-PPO's learner connector piece: shapes the rewards right before GAE."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ from typing import Any
 
 import torch
 from ray.rllib.connectors.connector_v2 import ConnectorV2
-from ray.rllib.connectors.learner import GeneralAdvantageEstimation
 from ray.rllib.core.columns import Columns
+from ray.rllib.utils.annotations import override
 
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
 
 
@@ -42,6 +41,7 @@ class ShapeRewardsWithDisparity(ConnectorV2):
         self.omega = float(omega)
         self.form = form
 
+    @override(ConnectorV2)
     def __call__(self, *, rl_module: Any, batch: dict, episodes: list, **kwargs) -> Any:
         """Shapes every module's reward column in place."""
         for module_batch in batch.values():
@@ -55,20 +55,3 @@ class ShapeRewardsWithDisparity(ConnectorV2):
             penalty = penalty * module_batch[keys.COL_VALID].to(rewards.dtype)
             module_batch[Columns.REWARDS] = rewards - self.zeta_1 * penalty
         return batch
-
-
-class RPPOTorchLearner(FairPPOTorchLearner):
-    """PPO torch learner whose pipeline shapes rewards before GAE."""
-
-    def build(self) -> None:
-        """Builds PPO's learner, then inserts the reward shaping in front of GAE."""
-        super().build()
-        if self._learner_connector is not None:
-            self._learner_connector.insert_before(
-                GeneralAdvantageEstimation,
-                ShapeRewardsWithDisparity(
-                    zeta_1=self.config.zeta_1,
-                    omega=self.config.omega,
-                    form=self.config.penalty_form,
-                ),
-            )

@@ -1,14 +1,16 @@
-"""F-PPO-L learner: POCAR's minibatch advantage plus the long-term W terms."""
+"""F-PPO-L torch learner: POCAR's minibatch advantage plus the long-term W terms."""
 
 from __future__ import annotations
 
 import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
+from ray.rllib.utils.annotations import override
 
-from rllib_fair.algorithms.pocar.pocar_learner import _minmax, pocar_terms
+from rllib_fair.algorithms.common.advantages import minmax, pocar_terms
+from rllib_fair.algorithms.common.connectors import COL_LONG_DELTA
+from rllib_fair.algorithms.common.torch.update_means import UpdateMeanMetrics
 from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
-from rllib_fair.algorithms.ppoc.ppoc_learner import COL_LONG_DELTA, UpdateMeanMetrics
 from rllib_fair.rllib import keys
 
 
@@ -28,11 +30,11 @@ def fppol_advantages(adv, disparity, disparity_prev, w_delta, mask, *, config) -
     vt, div = pocar_terms(disparity, disparity_prev.to(adv.dtype), config.omega, "post")
     l1, l2 = long_term_terms(disparity, w_delta.to(adv.dtype), config.omega)
     combined = (
-        config.beta_0 * _minmax(adv, mask)
-        + config.beta_1 * _minmax(vt, mask)
-        + config.beta_2 * _minmax(div, mask)
-        + config.beta_3 * _minmax(l1, mask)
-        + config.beta_4 * _minmax(l2, mask)
+        config.beta_0 * minmax(adv, mask)
+        + config.beta_1 * minmax(vt, mask)
+        + config.beta_2 * minmax(div, mask)
+        + config.beta_3 * minmax(l1, mask)
+        + config.beta_4 * minmax(l2, mask)
     )
     valid = combined[mask]
     return (combined - valid.mean()) / (valid.std() + 1e-8)
@@ -45,6 +47,7 @@ class FPPOLTorchLearner(UpdateMeanMetrics, FairPPOTorchLearner):
     averaged over all minibatches of the update (:class:`UpdateMeanMetrics`).
     """
 
+    @override(FairPPOTorchLearner)
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         """Replaces the minibatch's advantages, then computes PPO's loss (no KL)."""
         mask = batch.get(Columns.LOSS_MASK)

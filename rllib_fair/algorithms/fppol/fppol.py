@@ -32,12 +32,14 @@ from typing import ClassVar
 
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
+from ray.rllib.utils.annotations import override
 
-from rllib_fair.algorithms.pocar.pocar import POCARConfig
-from rllib_fair.algorithms.ppoc.ppoc import (
+from rllib_fair.algorithms.common.connectors import (
     add_qualification_columns,
     emits_qualification_info,
 )
+from rllib_fair.algorithms.common.setters import set_provided
+from rllib_fair.algorithms.pocar.pocar import POCARConfig
 from rllib_fair.fairness.qualification import W1_FORMS
 from rllib_fair.fairness.sinkhorn import SINKHORN_PS
 from rllib_fair.rllib.targets import STEP_DISPARITY, Metric, OwnMetrics
@@ -110,6 +112,7 @@ class FPPOLConfig(POCARConfig):
         self.fairness_disparity_window = 301  # the reference's TPRs: 300 + the current
         self.use_kl_loss = False  # the reference: no KL penalty for A-PPO and F-PPO-L
 
+    @override(POCARConfig)
     def training(
         self,
         *,
@@ -120,29 +123,29 @@ class FPPOLConfig(POCARConfig):
         w1_p=NotProvided,
         w1_blur=NotProvided,
         w1_scaling=NotProvided,
-        **kw,
+        **kwargs,
     ):
         """POCAR's ``training()`` plus F-PPO-L's settings (see the class attributes)."""
-        super().training(**kw)
-        for key, value in (
-            ("beta_3", beta_3),
-            ("beta_4", beta_4),
-            ("w1_form", w1_form),
-            ("w1_window", w1_window),
-            ("w1_p", w1_p),
-            ("w1_blur", w1_blur),
-            ("w1_scaling", w1_scaling),
-        ):
-            if value is not NotProvided:
-                setattr(self, key, value)
-        return self
+        super().training(**kwargs)
+        return set_provided(
+            self,
+            beta_3=beta_3,
+            beta_4=beta_4,
+            w1_form=w1_form,
+            w1_window=w1_window,
+            w1_p=w1_p,
+            w1_blur=w1_blur,
+            w1_scaling=w1_scaling,
+        )
 
+    @override(POCARConfig)
     def get_default_learner_class(self):
         """Returns :class:`FPPOLTorchLearner`."""
-        from rllib_fair.algorithms.ppoc.fppol_learner import FPPOLTorchLearner
+        from rllib_fair.algorithms.fppol.torch.fppol_torch_learner import FPPOLTorchLearner
 
         return FPPOLTorchLearner
 
+    @override(POCARConfig)
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
         """POCAR's pipeline plus :class:`AddQualificationColumns` (the dW_t column)."""
         pipeline = super().build_learner_connector(
@@ -152,6 +155,7 @@ class FPPOLConfig(POCARConfig):
             self, pipeline, input_observation_space, input_action_space
         )
 
+    @override(POCARConfig)
     def validate(self) -> None:
         """POCAR's checks, then F-PPO-L's (one-line messages)."""
         super().validate()
@@ -171,6 +175,7 @@ class FPPOL(PPO):
     """RLlib PPO with F-PPO-L's regularised advantages (see module docstring)."""
 
     @classmethod
+    @override(PPO)
     def get_default_config(cls) -> FPPOLConfig:
         """Returns a fresh :class:`FPPOLConfig`."""
         return FPPOLConfig()

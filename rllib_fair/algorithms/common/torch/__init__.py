@@ -1,0 +1,1 @@
+"""Torch learner pieces shared by several algorithm folders."""

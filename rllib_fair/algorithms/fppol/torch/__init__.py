@@ -1,0 +1,1 @@
+"""F-PPO-L's torch learner."""

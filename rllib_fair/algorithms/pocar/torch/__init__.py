@@ -1,0 +1,1 @@
+"""POCAR's torch learner."""

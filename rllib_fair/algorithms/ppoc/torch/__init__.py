@@ -1,0 +1,1 @@
+"""PPO-C's torch learner."""

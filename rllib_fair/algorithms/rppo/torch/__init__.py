@@ -1,0 +1,1 @@
+"""R-PPO's torch learner."""

@@ -1,4 +1,8 @@
-"""Metrics against hand computations and fairlearn (spec 9, items 17-18; erratum E4)."""
+"""Metrics against hand computations and fairlearn (Lee et al. 2026, App. B).
+
+A positive Delta FNR means group 0 is worse off; for Delta SR and Delta FPR a negative one
+(docs/methods/lee2026.md, "Corrections and discrepancies").
+"""
 
 import numpy as np
 import pytest

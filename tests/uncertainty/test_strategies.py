@@ -1,4 +1,4 @@
-"""The five strategies on hand-built quarters (spec 9, items 11-14; errata E12, E13)."""
+"""The five strategies on hand-built quarters (Lee et al. 2026, Sec. 4)."""
 
 import itertools
 import math
@@ -30,7 +30,7 @@ def _idx(mask):
 
 def test_eligibility_and_exact_arithmetic():
     assert _idx(~E) == {17, 18, 19}
-    assert math.floor(0.7 * 690) == 482  # the float trap of erratum E13
+    assert math.floor(0.7 * 690) == 482  # the float trap: 0.7 * 690 = 482.999...
     assert exact_floor(0.7, 690) == 483
     assert exact_floor(0.6, 10) == 6 and exact_floor(0.8, 7) == 5
     assert exact_round(0.05, 2500) == 125 and exact_round(0.8, 1113) == 890
@@ -122,7 +122,8 @@ def test_exploration_is_seeded():
 
 
 def test_prob_weighted_is_successive_sampling():
-    # Erratum E12: a small case with exact probabilities. Successive sampling of 2 from 5
+    # A small case with exact probabilities (inclusion frequencies of many draws would
+    # give a weak, conservative test). Successive sampling of 2 from 5
     # with p_i ~ w_i gives P(i then j) = w_i w_j / (1 - w_i); the strategy's set {i, j}
     # has probability P(i, j) + P(j, i); chi-square over the 10 sets (multinomial).
     p = np.array([0.9, 0.7, 0.5, 0.3, 0.2, 0.95])  # row 5 is the certain one

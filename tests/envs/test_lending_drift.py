@@ -1,4 +1,4 @@
-"""Tests of fair/LendingDrift-v0 (Lear & Zhang 2025; spec ppo_c.md §1, §5.2, §5.7, errata)."""
+"""Tests of fair/LendingDrift-v0 (Lear & Zhang 2025, App. C; docs/methods/lear2025.md)."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def test_initial_counts_and_group_sizes(setting):
     env.reset(seed=0)
     want = np.round(100 * np.asarray(SETTINGS[setting]["cluster_probs"])).astype(int)
     assert np.array_equal(env.bin_counts(), want)
-    if setting == 1:  # spec §1.6
+    if setting == 1:  # round(100 P(x0 | s)) of the authors' initial distributions
         assert env.bin_counts()[0].tolist() == [0, 0, 5, 5, 5, 5, 10, 10, 15, 15, 15, 15, 0, 0]
         assert env.bin_counts()[1].tolist() == [5, 5, 5, 5, 10, 10, 15, 15, 15, 15, 0, 0, 0, 0]
     rng = np.random.default_rng(0)
@@ -255,7 +255,11 @@ def test_visits_do_not_depend_on_the_policy():
 
 
 def test_monte_carlo_anchors_greedy_setting_1():
-    """Spec §4.4 with erratum E2: exact E[profit(500)] = 15.322; C (visited) = 0.367843."""
+    """Exact E[profit(500)] = 15.322 and C (visited) = 0.367843 of the greedy policy.
+
+    Compared with the exact expectations, not with an earlier Monte Carlo sample
+    (docs/methods/lear2025.md, "Reference values").
+    """
     env = LendingDriftEnv(setting=1)
     policy = greedy(P_HC)
     profits, cs, dpes = [], [], []

@@ -1,4 +1,9 @@
-"""``fair/QuarterlyLending-v0`` (seed 004, spec 8.2, errata E1 and E10; spec 9 test 19)."""
+"""``fair/QuarterlyLending-v0`` (Lee et al. 2026; docs/methods/lee2026.md).
+
+The base quarter is step 0 of the episode (an env runner decides the reset observation in
+the same sample call, so the base model cannot come from an info), and under observed
+label access the counts hold no rejected applicant's label.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Tests of fair/Replicator-v0 and fair/ReplicatorAdult-v0 (spec 003 section 7, items 1-11)."""
+"""Tests of fair/Replicator-v0 and fair/ReplicatorAdult-v0 (Yin et al. 2023, Sec. 4).
+
+The replicator model is a reconstruction: docs/methods/yin2023.md, "The population:
+replicator dynamics".
+"""
 
 from __future__ import annotations
 
@@ -182,7 +186,8 @@ def test_closed_form_rates_at_tau_zero():
     ],
 )
 def test_one_step_anchors(q, tau0, accept_all, reject_all, env_a0, env_a1):
-    # Spec 2.11 with erratum E3: accept / reject-all anchors use injected rates.
+    # Accept-all / reject-all use injected rates (TPR = FPR = 1 or 0): through the action
+    # a = 0 gives FPR = 0.99865, not 1, so the env columns differ by up to 5e-4.
     env = ReplicatorEnv()
     assert abs(env.replicator_step(q, 1.0, 1.0) - accept_all) < 1e-7
     assert abs(env.replicator_step(q, 0.0, 0.0) - reject_all) < 1e-7
@@ -213,7 +218,7 @@ def test_step_statistics_anchor():
     ],
 )
 def test_hundred_step_means(rates, action, mean_tp):
-    # Erratum E3: exact 100-step means of tp from (0.5, 0.3), tested at 1e-6.
+    # Exact 100-step means of tp from (0.5, 0.3), tested at 1e-6.
     env = ReplicatorEnv()
     if rates is not None:
         q, tps = np.array([0.5, 0.3]), []
@@ -468,7 +473,8 @@ def test_adult_table_sanity():
     env = ReplicatorAdultEnv()
     assert env.GROUP_NAMES == ("Male", "Female") and env.max_steps == 150
     assert ReplicatorEnv(feature_model="adult").GROUP_NAMES == ("Male", "Female")
-    # Assumption 4.1 fails (spec 2.2 b): the posterior is not monotone in the bin.
+    # Assumption 4.1 fails for the Adult score, as the paper says: the posterior is not
+    # monotone in the bin.
     q = np.array(table["q_emp"])[:, None]
     post = q * f[:, 1] / (q * f[:, 1] + (1 - q) * f[:, 0])
     assert np.any(np.diff(post, axis=1) < 0)

@@ -46,7 +46,8 @@ def test_losses_by_hand():
     assert fr.LOSS_WEIGHTS["tp_tn"] == (1.0, 0.7)
     np.testing.assert_allclose(fr.group_losses(tp, tn, 1.0, 1.0), [0.3, 0.3])
     assert fr.qr_loss([0.2, 0.6], pi) == pytest.approx(1 - 0.05 - 0.45)
-    # Weights in [0, 1] keep L in [0, 1] (erratum E4): tp + tn <= 1 per group.
+    # Weights in [0, 1] keep L in [0, 1] (w_tp + w_tn <= 1 is not needed): tp + tn <= 1
+    # per group.
     rng = np.random.default_rng(1)
     q, tpr, fpr = rng.random((3, 1000, 2))
     tp, tn = q * tpr, (1 - q) * (1 - fpr)
@@ -89,7 +90,7 @@ def test_episode_aggregates_regret_distortion():
 
 
 def _bandit(q_points, actions):
-    """Static state, two actions: r = (1, 0.5), g = (0, 1) (spec 7.15 numbers)."""
+    """Static state, two actions: r = (1, 0.5), g = (0, 1); b = 0.6 mixes them (V_r = 0.7)."""
     m = q_points.shape[0]
     r = np.tile([1.0, 0.5], (m, 1))
     g = np.tile([0.0, 1.0], (m, 1))

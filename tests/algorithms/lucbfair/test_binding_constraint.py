@@ -4,7 +4,7 @@ The package standard: an algorithm's fairness gap must really drop relative to i
 unconstrained baseline on the same budget and seed, at a comparable loss, and beat a
 policy that learns nothing. L-UCBFair's unconstrained baseline is itself with ``xi = 0``,
 which pins the dual variable at 0 (``Y_{k+1} = clip(Y_k + eta (b - V_{g,1}), 0, xi)``,
-Eq. 4 ascent, paper line 145), so the policy maximises ``Q_r`` alone; the policy that
+the ascent on Eq. 4), so the policy maximises ``Q_r`` alone; the policy that
 learns nothing is uniform random thresholds from the same initial states.
 
 Setting and protocol: :mod:`rllib_fair.algorithms.lucbfair.binding` (``fair/Replicator-v0``

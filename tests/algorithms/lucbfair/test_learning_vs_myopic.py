@@ -1,6 +1,7 @@
 """Issue 12's learning test: L-UCBFair against Myopic-Fair on fair/Replicator-v0 (tp, DP).
 
-Spec section 5 pass criteria (H = 100, true-positive loss ``1 - tp``, squared
+The pass criteria of docs/methods/yin2023.md, "Claims we test" (H = 100, true-positive
+loss ``1 - tp``, squared
 demographic-parity disparity): L-UCBFair's mean final qualification rate over the last
 episodes is above Myopic-Fair's + 0.3, and its mean episode loss over the same episodes is
 below Myopic-Fair's. Myopic-Fair (Eq. 7b, lambda 0.5, ``myopic_action`` with lattice 41 and
@@ -8,7 +9,7 @@ below Myopic-Fair's. Myopic-Fair (Eq. 7b, lambda 0.5, ``myopic_action`` with lat
 initial states of those last episodes; it accepts (almost) everyone and drives q to 0.
 
 Setting as the tuned example ``tuned_examples/lucbfair/replicator-lucbfair.yaml``:
-``threshold_range (-3, 3)`` (spec design note: on the default (-4, 4) only the region
+``threshold_range (-3, 3)`` (docs/methods/yin2023.md: on the default (-4, 4) only the region
 centre a = 0.5 raises qualification, and 60-150 episodes never raised the final q above
 0.1), package defaults otherwise (rbf features, ridge 0.01, beta = 0.1 H, xi = 20,
 b = 0.9 H, alpha and eta from ``K``). Numpy core (its plans equal the RLlib path's,
@@ -82,7 +83,7 @@ def myopic_fair(q0s: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def check_spec5(episodes: int, last: int, seed: int) -> None:
-    """Spec 5's two criteria over the last ``last`` training episodes."""
+    """The two pass criteria over the last ``last`` training episodes."""
     lucb = train_lucbfair(episodes, seed)
     base = myopic_fair(lucb["q0"][-last:])
     q_lucb, q_base = lucb["final_q"][-last:].mean(), base["final_q"].mean()
@@ -105,7 +106,7 @@ def test_lucbfair_beats_myopic_fair_short_budget():
 
 @pytest.mark.slow
 def test_lucbfair_beats_myopic_fair_paper_budget():
-    """Spec 5 at the tuned example's budget: K = 500, last 50 episodes, seed 0.
+    """The pass criteria at the tuned example's budget: K = 500, last 50 episodes, seed 0.
 
     The run of ``docs/results/lucbfair.md`` (reset seeds k): L-UCBFair final q 0.731,
     last-50 loss 0.577; Myopic-Fair 0.000 / 0.925. Re-measured: the same numbers; 118 s

@@ -1,4 +1,4 @@
-"""L-UCBFair's numpy core (spec 003 section 7 items 12-18, with errata E1, E12, E13).
+"""L-UCBFair's numpy core (Yin et al. 2023, Algorithm 1; docs/methods/yin2023.md).
 
 No Ray: the core (regions, feature maps, the LSVI planning pass, the softmax policy, the
 dual step) is pure numpy.

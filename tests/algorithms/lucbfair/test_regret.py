@@ -1,4 +1,4 @@
-"""L-UCBFair's cumulative regret (Eq. 3) against the exact constrained optimum (spec 3.3-3.4)."""
+"""L-UCBFair's cumulative regret (Eq. 3) against the exact constrained optimum (Eq. 1 by DP)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rllib_fair.fairness.replicator_dp import constrained_optimum, step_fn_from_
 
 
 def _bandit(q_points, actions):
-    """Static state, two actions: r = (1, 0.5), g = (0, 1) (spec 7.15 numbers)."""
+    """Static state, two actions: r = (1, 0.5), g = (0, 1); b = 0.6 mixes them (V_r = 0.7)."""
     m = q_points.shape[0]
     r = np.tile([1.0, 0.5], (m, 1))
     g = np.tile([0.0, 1.0], (m, 1))

@@ -7,10 +7,11 @@ Usage::
 
     python scripts/derive_adult_replicator_table.py [CSV] [--group sex|race] [--out PATH]
 
-``CSV`` defaults to ``../shared/data/adult/adult_clean.csv`` next to the repository.
+``CSV`` (default: ``DEFAULT_CSV``, a data folder beside the repository) is the cleaned UCI
+Adult table (30,162 rows).
 
-Method (specs/lucbfair_rtd3.md section 2.2 (b); the paper's Appendix A.2, which describes
-its fit, is not available, so every step below is a documented choice):
+Method (the paper's Appendix A.2, which describes its fit, is not available, so every step
+below is a documented choice; docs/methods/yin2023.md):
 
 * Label ``Y = 1`` iff ``income == ">50K"``. Group: ``sex`` (group 0 ``Male``, group 1
   ``Female``; default) or ``race`` (group 0 ``White``, group 1 every other value).

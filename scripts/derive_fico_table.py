@@ -7,9 +7,10 @@ Usage::
 
     python scripts/derive_fico_table.py [DATA_DIR] [--out PATH]
 
-``DATA_DIR`` defaults to ``../shared/data/fico`` next to the repository
-(``<repo>/../shared/data/fico``) and must hold ``transrisk_cdf_by_race_ssa.csv`` and
-``transrisk_performance_by_race_ssa.csv``.
+``DATA_DIR`` (default: ``DEFAULT_DATA_DIR``, a data folder beside the repository) must
+hold ``transrisk_cdf_by_race_ssa.csv`` and ``transrisk_performance_by_race_ssa.csv``
+(published with Hardt et al. 2016; e.g. ``code/creditscore/data/`` of
+github.com/fairmlbook/fairmlbook.github.io).
 
 Method (SELLF, Valdrighi et al., App. D; their ``notebooks/fico.ipynb``):
 

@@ -35,7 +35,8 @@ ENVS = {
     "infectious_hard": ("fair/InfectiousHard-v0", "benefit_rate", 20),
     "attention_hard": ("fair/AttentionHard-v0", "benefit_rate", 1000),
 }
-# Read off the scatter panel of the ELBERT poster (ANCHORS.md 3.7): (bias, reward/step).
+# Read off the scatter panel of the authors' poster (img/poster.png in
+# github.com/umd-huang-lab/ELBERT; approximate): (bias, reward/step).
 PAPER = {
     "lending": {
         "ppo": (0.16, 0.148),

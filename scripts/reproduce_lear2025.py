@@ -6,7 +6,8 @@ the fast tuned-example settings (one 500-step episode per iteration, 10 epochs x
 minibatches of 50; lr and network from the command line), logs the per-iteration
 episode decomposition (reference estimator, what Fig. 5 plots) and the learner's Lambda
 and DPE_step (Fig. 6), then evaluates the final policy on ``--eval-episodes`` fresh
-500-step episodes with sampled actions (spec §3.7): profit(500) (Fig. 3), |G0 - G1|(500)
+500-step episodes with sampled actions (the authors' evaluation samples too): profit(500)
+(Fig. 3), |G0 - G1|(500)
 (Fig. 4) and Lambda over the evaluation steps. Writes ``lear2025.md``, ``lear2025.csv``
 and ``lear2025_fig{3_4,5,6}.png`` under ``--out``.
 
@@ -29,7 +30,7 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 ROOT = Path(__file__).resolve().parents[1]
 BETA_C = {1: 0.65, 2: 0.75, 3: 0.75}
-PPO_SETTINGS = {  # what PPOCConfig sets itself (spec §3.5), for A-PPO and F-PPO-L
+PPO_SETTINGS = {  # what PPOCConfig sets itself (the authors' settings), for A-PPO, F-PPO-L
     "vf_loss_coeff": 0.5,
     "vf_clip_param": 1e9,
     "grad_clip": 0.5,

@@ -200,7 +200,7 @@ def _fmt(values: dict[str, float], f: str = "{:.3f}") -> str:
 
 
 def spec73_claims(table: pd.DataFrame) -> list[str]:
-    """Spec 7.3 pass criteria 1-4 and the Fig. 2/3 vs App. C profit tension."""
+    """Our pass criteria 1-4 for the paper's claims and the Fig. 2/3 vs App. C profit tension."""
     get = _Table(table)
     out = []
     sr = {s: get("no bias", s, "abs_delta_sr") for s in STRATEGIES}

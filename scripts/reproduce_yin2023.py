@@ -206,7 +206,7 @@ def write_table(
         claims.append(
             f"Fig. 1 (a), the myopic baselines drive disparate qualification rates: "
             f"{'reproduced' if gb > 0.2 else 'not reproduced'} (final abs(q0 - q1) {gb:.3f}; "
-            "spec 003 erratum E5 explains why the reconstructed dynamics cannot show it)."
+            "the reconstructed dynamics cannot show it: docs/methods/yin2023.md)."
         )
     if {"rtd3", "lucbfair"} <= set(methods):
         a, b = avg(rows, "rtd3", "mean_step_loss"), avg(rows, "lucbfair", "mean_step_loss")
@@ -256,7 +256,7 @@ def plot(rows: list[dict], out: Path, name: str) -> None:
 LUCB_TASK = {"loss": "tp", "disparity": "dp", "max_steps": 100, "threshold_range": (-3.0, 3.0)}
 #: Initial states drawn in Fig. 2 (a): the corners of the 16-state grid and its centre.
 FIG2A_STATES = ((0.2, 0.2), (0.2, 0.8), (0.8, 0.2), (0.8, 0.8), (0.5, 0.5))
-#: Fig. 3's sliding window, in episodes (the caption says "20-step", spec erratum E9).
+#: Fig. 3's sliding window, in episodes (the caption says "20-step"; docs/methods/yin2023.md).
 WINDOW = 20
 #: Myopic-Fair (Eq. 7b) as in docs/results/lucbfair.md: lambda 0.5, lattice 41, 30 steps.
 MYOPIC_FAIR = {"lam": 0.5, "grid": 41, "iters": 30}
@@ -334,7 +334,7 @@ def eval_policies(core, seed: int):
 
     def lucb(explore: bool, rng):
         def pol(obs):
-            h = np.array([int(round(float(obs[-1]) * H))])  # erratum E13: 0-based decision
+            h = np.array([int(round(float(obs[-1]) * H))])  # obs[-1] = j / H: 0-based decision
             q = env.q_from_observation(obs)
             c, hw, clip = core.centres, core.half_width, core.settings.q_clip
             return act(state, core.features, c, hw, q, h, rng, explore=explore, q_clip=clip)[0]
@@ -531,9 +531,9 @@ def lucbfair_figures(episodes: int, seed: int, out: Path, name: str, command: st
         f"Myopic-Fair {my['loss']:.3f}): {both('g', lambda x: x['loss'] < my['loss'])} "
         f"(greedy {lg['loss']:.3f}, pi^K {lsm['loss']:.3f}).",
         f"Fig. 1 (a): the myopic baseline drives disparate qualification rates: "
-        f"{verdict(my['final_gap'] > 0.2)} (final abs(q0 - q1) {my['final_gap']:.4f}; spec "
-        "erratum E5: the reconstructed dynamics cannot show it).",
-        f"Spec 5 pass criteria (last {len(last)} training episodes vs Myopic-Fair from the "
+        f"{verdict(my['final_gap'] > 0.2)} (final abs(q0 - q1) {my['final_gap']:.4f}; the "
+        "reconstructed dynamics cannot show it: docs/methods/yin2023.md).",
+        f"Pass criteria (last {len(last)} training episodes vs Myopic-Fair from the "
         f"same initial states): final mean q {lq:.3f} > {ml['final_q_mean']:.4f} + 0.3: "
         f"{'met' if lq > ml['final_q_mean'] + 0.3 else 'not met'}; mean episode loss "
         f"{ll:.3f} < {ml['loss']:.3f}: {'met' if ll < ml['loss'] else 'not met'}. Uniform "

@@ -1,13 +1,14 @@
 """Trains L-UCBFair's ``"learned"`` feature map and writes its weights as a small ``.npz``.
 
-Spec 003 section 4.1.5, the package recipe (a choice; the reference's trained weights are
-not available): transitions of a replicator env with uniform random actions from random
-states; input ``(q_0, q_1, a_0, a_1)``; an MLP ``[64, 64]`` (ReLU) ending in a softmax
-over ``d`` features (so ``phi`` lies on the simplex and ``||phi||_2 <= 1``); two *linear*
-heads without bias, ``r_hat = theta_r^T phi`` and ``g_hat = theta_g^T phi`` (Ass. 3.1
-wants ``r`` and ``g`` linear in ``phi``); loss ``MSE(r) + MSE(g)``; Adam (lr 5e-3, weight
-decay 1e-4), batch 128, early stopping on a 10 % validation split. The held-out R^2 of
-``r`` and ``g`` is stored in the file next to the weights (``r2_r``, ``r2_g``).
+The package's recipe (a choice: the paper's App. D.1 is not available, nor are the
+supplementary code's trained weights; docs/methods/yin2023.md, "L-UCBFair"): transitions
+of a replicator env with uniform random actions from random states; input ``(q_0, q_1,
+a_0, a_1)``; an MLP ``[64, 64]`` (ReLU) ending in a softmax over ``d`` features (so
+``phi`` lies on the simplex and ``||phi||_2 <= 1``); two *linear* heads without bias,
+``r_hat = theta_r^T phi`` and ``g_hat = theta_g^T phi`` (Ass. 3.1 wants ``r`` and ``g``
+linear in ``phi``); loss ``MSE(r) + MSE(g)``; Adam (lr 5e-3, weight decay 1e-4), batch
+128, early stopping on a 10 % validation split. The held-out R^2 of ``r`` and ``g`` is
+stored in the file next to the weights (``r2_r``, ``r2_g``).
 
 The module runs the map in numpy
 (:func:`rllib_fair.algorithms.lucbfair.features.learned_forward`); use it with

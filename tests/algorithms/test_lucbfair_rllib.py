@@ -1,4 +1,4 @@
-"""L-UCBFair under RLlib 2.60 (spec 003 section 7 item 19, section 5 pass criteria)."""
+"""L-UCBFair under RLlib 2.60 (docs/methods/yin2023.md, "L-UCBFair", "Claims we test")."""
 
 from __future__ import annotations
 
@@ -205,7 +205,7 @@ def test_fig3_sliding_window_loss_and_disparity_decrease():
     from rllib_fair.algorithms.lucbfair.features import make_feature_map
 
     K = 150
-    env_config = {"max_steps": 100, "threshold_range": (-3.0, 3.0)}  # spec design note
+    env_config = {"max_steps": 100, "threshold_range": (-3.0, 3.0)}  # 3 centres grow q
     cfg = (
         get_config_class("LUCBFair")()
         .environment("fair/Replicator-v0", env_config=env_config)

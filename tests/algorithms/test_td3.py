@@ -270,7 +270,8 @@ def test_learns_continuous_bandit(ray_session):
             greedy = _greedy_bandit_return(algo)
             if greedy > -0.01 or steps >= 3000:
                 break
-        # Erratum E7: greedy (explore=False) evaluation, not the noisy training episodes.
+        # Greedy (explore=False) evaluation, not the noisy training episodes: with noise 0.1
+        # even a perfect actor scores about -0.0095 on them.
         assert greedy > -0.01, (steps, greedy)
         assert steps <= 3000
         learners = result["learners"]["__all_modules__"]

@@ -1,4 +1,8 @@
-"""The seed-004 lending strategies on RLlib (spec 8.3, 9 test 20; errata E1, E11)."""
+"""The lending strategies of Lee et al. 2026 on RLlib (docs/methods/lee2026.md).
+
+An episode with data seed S makes exactly the decisions of ``run_quarters(seed=S)``: the
+base quarter is step 0, the streams, the design and the dtype are pinned.
+"""
 
 from __future__ import annotations
 

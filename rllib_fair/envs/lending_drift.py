@@ -1,4 +1,4 @@
-"""``fair/LendingDrift-v0``: lending with credit drift (Lear & Zhang, ICLR 2025, seed 001).
+"""``fair/LendingDrift-v0``: lending with credit drift (Lear & Zhang, ICLR 2025, App. C).
 
 The environment of "A Causal Lens for Learning Long-Term Fair Policies" (App. C), after
 the authors' code (the first commits of hiaac-finance/sellf, ``ca68fcb``: ml-fairness-gym's

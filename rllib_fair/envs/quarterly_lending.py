@@ -1,4 +1,4 @@
-"""``fair/QuarterlyLending-v0``: quarterly batch lending with selective feedback (seed 004).
+"""``fair/QuarterlyLending-v0``: quarterly batch lending with selective feedback.
 
 Lee, Padh, Watson, Kilbertus, Singh, "Fairness under Uncertainty in Sequential Decisions"
 (FAccT 2026), Sec. 4. The world side (data, partition, budgets, metrics) is

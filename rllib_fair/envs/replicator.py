@@ -4,8 +4,8 @@ Yin, Raab, Liu, Liu (NeurIPS 2023), "Long-Term Fairness with Unknown Dynamics", 
 binary classification task on two groups whose qualification rates evolve by replicator
 dynamics (evolutionary game theory, Raab & Liu 2021) in response to the deployed
 per-group thresholds. The paper's Appendix A.1 (the replicator model) and A.2 (the Adult
-fit) and its ``fairgym`` package are not available; the model here is the reconstruction of
-``specs/lucbfair_rtd3.md`` section 2 (with its errata), and the docstring of
+fit) and its ``fairgym`` package are not available; the model here is our reconstruction
+(docs/methods/yin2023.md, "The population: replicator dynamics"), and the docstring of
 :class:`ReplicatorEnv` lists how it differs from the supplementary code of the paper
 (``replicator_gym`` / ``DRL`` ``EnvWrapper``).
 """
@@ -51,7 +51,8 @@ from rllib_fair.settings import Rule, Setting, bool_setting, choice, integer, nu
 ADULT_TABLE_PATH = Path(__file__).resolve().parent / "data" / "adult_replicator.json"
 
 #: Agent utilities ``U[y][y_hat]`` (rows y = 0, 1; columns y_hat = 0, 1): ``u0 + b y_hat - c y``
-#: with ``u0 = 1``, ``b = 1``, ``c = 0.3`` [reconstruction, spec 2.5].
+#: with ``u0 = 1``, ``b = 1``, ``c = 0.3`` (our reconstruction: qualification grows iff
+#: ``TPR - FPR > c / b``; accept-all and reject-all shrink it).
 DEFAULT_UTILITIES: tuple[tuple[float, float], ...] = ((1.0, 2.0), (0.7, 1.7))
 #: Named utility matrices accepted by ``utilities``.
 UTILITY_PRESETS: dict[str, tuple[tuple[float, float], ...]] = {
@@ -94,7 +95,7 @@ def gaussian_bin_table(lo: float, hi: float, bins: int, mean: float) -> np.ndarr
 
 
 def replicator_update(q: Any, tpr: Any, fpr: Any, utilities: Any, eta: float = 1.0) -> Any:
-    """One replicator step of the qualification rates (spec 2.5, reconstructing App. A.1).
+    """One replicator step of the qualification rates (our reconstruction of App. A.1).
 
     Fitness of the two strategies within a group (expected utility under the classifier):
     ``W_1 = U[1][1] TPR + U[1][0] (1 - TPR)``, ``W_0 = U[0][1] FPR + U[0][0] (1 - FPR)``;
@@ -251,7 +252,7 @@ class ReplicatorEnv(FairEnvMixin, gym.Env):
     ## Differences from the reference
 
     The supplementary code's environments (``fairgym``) are not public, so: the replicator
-    update, its utilities and ``eta_rep`` are reconstructed (spec 2.5) and the
+    update, its utilities and ``eta_rep`` are reconstructed (docs/methods/yin2023.md) and the
     class-conditional feature distributions are fixed (mixing them by the current ``q``
     re-weights the data; the paper may have re-fitted the Adult regression every step);
     the within-bin threshold rule is soft (piecewise linear); the Adult group attribute
@@ -695,14 +696,14 @@ class ReplicatorEnv(FairEnvMixin, gym.Env):
         q0, q1 = self._q
         t0, f0 = self._rate(0, a0)
         t1, f1 = self._rate(1, a1)
-        # Per-step statistics at the pre-update state (spec 2.4).
+        # Per-step statistics at the pre-update state (the distribution at decision time).
         tp0 = q0 * t0
         tp1 = q1 * t1
         tn0 = (1.0 - q0) * (1.0 - f0)
         tn1 = (1.0 - q1) * (1.0 - f1)
         ar0 = tp0 + (1.0 - q0) * f0
         ar1 = tp1 + (1.0 - q1) * f1
-        # Replicator update (spec 2.5; paper App. A.1, reconstructed): fitness of the
+        # Replicator update (paper App. A.1, reconstructed): fitness of the
         # qualified / unqualified strategy is the expected agent utility U[y][y_hat].
         (u00, u01), (u10, u11) = self._u
         eta = self.eta_rep
@@ -818,7 +819,7 @@ class ReplicatorEnv(FairEnvMixin, gym.Env):
         return a0, a1
 
     def _rate(self, k: int, a: float) -> tuple[float, float]:
-        """``(TPR_k, FPR_k)`` of threshold ``a`` (spec 2.3)."""
+        """``(TPR_k, FPR_k)`` of threshold ``a`` (exact Gaussian, or the soft binned rule)."""
         if self._exact:
             tau = self._lo + a * self._scale
             # TPR = 1 - Phi(tau - 1), FPR = 1 - Phi(tau + 1); 1 - Phi(x) = erfc(x / sqrt 2) / 2.

@@ -10,7 +10,7 @@ objective of the current step only (repeated risk minimisation), ignoring the dy
 
 with the environment's configured loss and disparity (see
 :meth:`rllib_fair.envs.replicator.ReplicatorEnv.objective_values`). The paper optimises a
-parameterised policy by "simple gradient descent"; here (spec 4.3) the objective is
+parameterised policy by "simple gradient descent"; here (our solver) the objective is
 evaluated on a ``grid x grid`` lattice of thresholds, then refined by projected
 gradient descent with central-difference gradients from the best lattice point (a step is
 kept only if it lowers the objective, otherwise the step size is halved). Everything is
@@ -41,7 +41,7 @@ def myopic_action(
     step: float = 0.05,
     tol: float = 1e-10,
 ) -> np.ndarray:
-    """Thresholds minimising a myopic objective at state ``q`` (spec 4.3).
+    """Thresholds minimising a myopic objective at state ``q`` (lattice, then descent).
 
     Args:
         env: a :class:`~rllib_fair.envs.replicator.ReplicatorEnv` (or a gymnasium wrapper of

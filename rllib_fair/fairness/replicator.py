@@ -1,10 +1,10 @@
 """Per-step losses, disparities and rewards of the replicator-dynamics population (numpy only).
 
 Yin, Raab, Liu, Liu (NeurIPS 2023), "Long-Term Fairness with Unknown Dynamics"; the paper's
-equations were reconstructed in ``specs/lucbfair_rtd3.md`` section 1 (the extracted text lost
-most symbols) and the disparity / loss definitions follow the supplementary code of the paper
-(its loss / disparity functions file: ``loss_tp_frac``, ``loss_tp_tn``, ``loss_qr``,
-``equal_opportunity_disparity``, ``equalized_odds_disparity``).
+equations had to be rebuilt from its words (the text we have lost most symbols; see
+``docs/methods/yin2023.md``) and the disparity / loss definitions follow the supplementary
+code of the paper (its loss / disparity functions file: ``loss_tp_frac``, ``loss_tp_tn``,
+``loss_qr``, ``equal_opportunity_disparity``, ``equalized_odds_disparity``).
 
 * Disparities (paper Sec. 2, "D(s, a) = ||xi(g1) - xi(g2)||^2"): :func:`squared_disparity`
   ``sum_{i<j} (v_i - v_j)^2`` of a per-group statistic, and the four named ones

@@ -3,7 +3,7 @@
 The replicator environment is deterministic and its state is the pair of qualification
 rates, so the optimal values of the constrained problem (Yin et al. 2023, Eq. 1:
 ``max_pi V_r subject to V_g >= b``) can be computed on a grid of states, for the regret of
-Eqs. 2-3 (spec 3.4, an extension):
+Eqs. 2-3 (our extension; the paper reports no optimum):
 
 * :func:`lagrangian_dp_values`: backward induction on ``q in {0, 1/(n-1), ..., 1}^2`` over a
   finite set of candidate actions for the Lagrangian reward ``r + nu g`` (Eq. 4 for a fixed

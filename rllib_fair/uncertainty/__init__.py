@@ -1,4 +1,4 @@
-"""Numpy core of seed 004 (Lee et al., FAccT 2026): fairness under uncertainty in lending.
+"""Numpy core of Lee et al. (FAccT 2026): fairness under uncertainty in lending.
 
 No Ray, no torch: the BiasOnDemand generator (:mod:`.bias_on_demand`), the logistic model
 with delta-method confidence half-widths (:mod:`.logistic`), the five decision strategies

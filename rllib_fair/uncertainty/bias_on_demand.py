@@ -1,6 +1,6 @@
 """The BiasOnDemand synthetic data generator (Baumann et al., FAccT 2023), with a seed.
 
-Seed 004 (Lee et al., FAccT 2026) draws its applicants from BiasOnDemand (paper Sec. 4 and
+Lee et al. (FAccT 2026) draw their applicants from BiasOnDemand (paper Sec. 4 and
 App. A, Eqs. 4a-4e and 5a-5c). The public generator (``rcrupiISP/BiasOnDemand``,
 ``generate_dataset.py::create_synth``; identical in ``joebaumann/biasondemand``) hard-codes
 ``np.random.seed(42)`` on numpy's legacy global generator. :func:`generate` runs the same

@@ -1,4 +1,4 @@
-"""The logistic model of seed 004 with delta-method confidence half-widths (numpy only).
+"""The logistic model of Lee et al. 2026 with delta-method confidence half-widths (numpy only).
 
 Paper Sec. 4 ("All methods use logistic regression as the base model"): one logistic model
 ``p(x) = sigma(theta^T x)`` trained on the base quarter Q1 and then **updated** (warm start,

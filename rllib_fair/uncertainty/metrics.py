@@ -1,4 +1,4 @@
-"""Per-quarter fairness and profit metrics of seed 004 (paper App. B, Sec. 3; numpy only).
+"""Per-quarter fairness and profit metrics of Lee et al. 2026 (App. B, Sec. 3; numpy only).
 
 Fairness metrics are computed against the **true** labels ``Y_real`` (App. B: "All fairness
 metrics are computed with respect to Y_real"), from the package's counts record

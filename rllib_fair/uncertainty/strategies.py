@@ -1,4 +1,4 @@
-"""The five decision strategies of seed 004 behind one :func:`decide` (numpy only).
+"""The five decision strategies of Lee et al. 2026 behind one :func:`decide` (numpy only).
 
 Paper Sec. 4 ("Debiasing approaches"). Each quarter the bank scores the quarter's applicants
 with the model trained up to the previous quarter and grants at most ``B_q`` loans (budget).

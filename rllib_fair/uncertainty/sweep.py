@@ -1,4 +1,4 @@
-"""The Table 2 sweep of seed 004 fanned out over Ray tasks.
+"""The Table 2 sweep of Lee et al. 2026 fanned out over Ray tasks.
 
 Grid: ``l_y, l_m_y`` in {0, 2, 4}; ``l_h_r, l_h_q`` in {0, 1, 4}; ``l_m`` in {0, 1, 2};
 ``l_y_b`` in {0, 2, 4}; ``proportion_certain`` in {0.6, 0.7, 0.8}; ``delta`` in

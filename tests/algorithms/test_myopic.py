@@ -12,7 +12,8 @@ import pytest
 
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
 from rllib_fair.algorithms import get_config_class
-from rllib_fair.algorithms.myopic.myopic import OBJECTIVES, MyopicRLModule
+from rllib_fair.algorithms.myopic.myopic import OBJECTIVES
+from rllib_fair.algorithms.myopic.torch.myopic_torch_rl_module import MyopicRLModule
 from rllib_fair.envs.replicator_myopic import myopic_action
 
 ROOT = Path(__file__).resolve().parents[2]

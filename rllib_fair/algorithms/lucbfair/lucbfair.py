@@ -5,13 +5,15 @@ iteration over a fixed feature map and a primal-dual softmax policy over action 
 (:mod:`rllib_fair.algorithms.lucbfair.lsvi`). The RLlib mapping (DESIGN.md example 10,
 spec 4.1.6):
 
-* :class:`LUCBFairRLModule` carries the plan (``w_r``, ``w_g``, ``Lambda^{-1}`` per
-  step), the dual variable, ``alpha``, ``beta`` and the episode index as numpy arrays in
-  ``get_state``/``set_state`` (weight sync and checkpoints); its exploration forward
-  samples a region from the softmax and a uniform point in it, its inference forward
-  returns the argmax region's centre. It reads ``q`` and the time feature ``j / H`` from
-  the observation (``include_time=True``; ``h = round(obs[-1] H)``, erratum E13).
-* :class:`NoOpLearner` (shared with the myopic baselines): no optimizer, no DDP wrap.
+* :class:`~.torch.lucbfair_torch_rl_module.LUCBFairRLModule` carries the plan (``w_r``,
+  ``w_g``, ``Lambda^{-1}`` per step), the dual variable, ``alpha``, ``beta`` and the
+  episode index as numpy arrays in ``get_state``/``set_state`` (weight sync and
+  checkpoints); its exploration forward samples a region from the softmax and a uniform
+  point in it, its inference forward returns the argmax region's centre. It reads ``q``
+  and the time feature ``j / H`` from the observation (``include_time=True``; ``h =
+  round(obs[-1] H)``, erratum E13).
+* :class:`~rllib_fair.algorithms.common.torch.no_op_torch_learner.NoOpLearner` (shared with
+  the myopic baselines): no optimizer, no DDP wrap.
 * :meth:`LUCBFair.training_step`: sample ``episodes_per_iteration`` complete episodes
   with the current plan (in parallel on remote env runners when there are any) -> dual
   step on the planned ``V_{g,1}(s_1)`` -> one planning pass on all stored data (the plan
@@ -39,9 +41,8 @@ import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core import ALL_MODULES
-from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
+from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
     ENV_RUNNER_SAMPLING_TIMER,
@@ -51,118 +52,25 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from rllib_fair.algorithms.common.model_env import make_model_env
+from rllib_fair.algorithms.common.setters import set_provided
+from rllib_fair.algorithms.common.torch.no_op_torch_learner import NoOpLearner
 from rllib_fair.algorithms.lucbfair import lsvi
-from rllib_fair.algorithms.lucbfair.core import LUCBFairCore, Settings, act
-from rllib_fair.algorithms.lucbfair.features import (
-    FEATURE_MAPS,
-    make_feature_map,
-    region_grid,
-)
+from rllib_fair.algorithms.lucbfair.core import LUCBFairCore, Settings
+from rllib_fair.algorithms.lucbfair.features import FEATURE_MAPS, make_feature_map, region_grid
 from rllib_fair.algorithms.lucbfair.regret import DEFAULT_NUS, OptimumReference, RegretTracker
-from rllib_fair.algorithms.myopic.myopic import NoOpLearner, make_model_env
+from rllib_fair.algorithms.lucbfair.torch.lucbfair_torch_rl_module import LUCBFairRLModule
 from rllib_fair.rllib.config import FairnessConfigMixin
 from rllib_fair.rllib.targets import SQUARED_DISPARITY, OwnMetrics
 from rllib_fair.settings import Rule, Setting, bool_setting, choice, integer, number
 
-__all__ = ["LUCBFair", "LUCBFairConfig", "LUCBFairRLModule", "NoOpLearner"]
+__all__ = ["LUCBFair", "LUCBFairConfig"]
 
 _STATE_KEY = "lucbfair_core"
 #: ``env_runners/lucbfair/<key>``: means over the last ``metrics_num_episodes_for_smoothing``
 #: sampled episodes of the per-step loss, the per-step squared disparity and the dual
 #: variable the episodes' plan used.
 SMOOTHED_KEYS = ("loss_mean_smoothed", "disparity_mean_smoothed", "Y_used_smoothed")
-
-
-class LUCBFairRLModule(TorchRLModule):
-    """Acts from L-UCBFair's numpy plan (no torch parameters).
-
-    ``model_config`` keys (filled by :class:`LUCBFairConfig`): ``lucb_env``,
-    ``lucb_env_config``, ``horizon``, ``feature_map``, ``feature_kwargs``,
-    ``region_half_width``, ``q_clip``, ``target_mode``, ``seed``.
-    """
-
-    def setup(self):
-        """Builds the feature map, the regions and an initial (empty) plan."""
-        cfg = self.model_config
-        self._model_env = make_model_env(cfg["lucb_env"], cfg.get("lucb_env_config"))
-        self.horizon = int(cfg["horizon"])
-        self.features = make_feature_map(cfg["feature_map"], **dict(cfg.get("feature_kwargs", {})))
-        self.centres, self.half_width = region_grid(float(cfg["region_half_width"]))
-        self.q_clip = cfg["q_clip"]
-        self.reference = cfg["target_mode"] == "reference_online"
-        self.seed = int(cfg.get("seed") or 0)
-        self.worker_index = 0
-        plan = lsvi.Plan.empty(self.horizon, self.features.dim, float(cfg.get("ridge", 1.0)))
-        self._state = {
-            "w_r": plan.w_r,
-            "w_g": plan.w_g,
-            "lambda_inv": plan.lambda_inv,
-            "dual": np.float64(0.0),
-            "alpha": np.float64(1.0),
-            "beta": np.float64(0.0),
-            "episode": np.int64(0),
-        }
-        self._calls = 0
-
-    def _rng(self) -> np.random.Generator:
-        """Generator of one forward call: (seed, worker, episode index, call counter).
-
-        The counter restarts at every ``set_state`` (once per plan), so a restored run
-        draws exactly what the original drew. The reference mode reuses one draw for
-        every step of an episode (its ``torch.manual_seed(k)``, spec 4.1.3 quirk 1).
-        """
-        ep = int(self._state["episode"])
-        if self.reference:
-            return np.random.default_rng([self.seed, self.worker_index, ep])
-        self._calls += 1
-        return np.random.default_rng([self.seed, self.worker_index, ep, self._calls])
-
-    def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
-        """Thresholds ``[B, 2]`` for observations ``[B, obs_dim]`` (time feature last)."""
-        obs = np.asarray(obs, dtype=np.float64).reshape(len(obs), -1)
-        q = self._model_env.q_from_observation(obs)
-        h = np.rint(obs[:, -1] * self.horizon).astype(np.int64)
-        return act(
-            self._state,
-            self.features,
-            self.centres,
-            self.half_width,
-            q,
-            h,
-            self._rng(),
-            explore=explore,
-            q_clip=self.q_clip,
-            reference_draws=self.reference,
-        ).astype(np.float32)
-
-    def _run(self, batch, explore: bool):
-        import torch
-
-        obs = batch[Columns.OBS]
-        actions = self.act(obs.detach().cpu().numpy(), explore)
-        return {Columns.ACTIONS: torch.as_tensor(actions, device=obs.device)}
-
-    def _forward_exploration(self, batch, **kwargs):
-        return self._run(batch, True)
-
-    def _forward_inference(self, batch, **kwargs):
-        return self._run(batch, False)
-
-    def _forward(self, batch, **kwargs):
-        return self._run(batch, False)
-
-    def _forward_train(self, batch, **kwargs):
-        raise NotImplementedError("L-UCBFair plans on the driver; its module never trains")
-
-    def get_state(self, *args, **kwargs) -> dict:
-        """The plan, dual variable, alpha, beta and episode index (numpy arrays)."""
-        return {k: np.array(v, copy=True) for k, v in self._state.items()}
-
-    def set_state(self, state) -> None:
-        """Loads a plan (weight sync or checkpoint); restarts the draw counter."""
-        if state:
-            self._state = {k: np.asarray(v) for k, v in state.items()}
-            self._calls = 0
 
 
 class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
@@ -338,40 +246,60 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         self.min_sample_timesteps_per_iteration = 0
         self.fairness_columns = False
 
-    _FIELDS = (
-        "horizon",
-        "feature_map",
-        "feature_kwargs",
-        "ridge",
-        "bonus_beta",
-        "softmax_alpha",
-        "dual_bound_xi",
-        "dual_step_eta",
-        "num_episodes_hint",
-        "constraint_threshold",
-        "constraint_tolerance",
-        "region_half_width",
-        "q_clip",
-        "target_mode",
-        "episodes_per_iteration",
-        "regret_reference",
-        "regret_dp_grid",
-        "regret_dp_nus",
-    )
-
-    def training(self, **kw):
+    @override(AlgorithmConfig)
+    def training(
+        self,
+        *,
+        horizon=NotProvided,
+        feature_map=NotProvided,
+        feature_kwargs=NotProvided,
+        ridge=NotProvided,
+        bonus_beta=NotProvided,
+        softmax_alpha=NotProvided,
+        dual_bound_xi=NotProvided,
+        dual_step_eta=NotProvided,
+        num_episodes_hint=NotProvided,
+        constraint_threshold=NotProvided,
+        constraint_tolerance=NotProvided,
+        region_half_width=NotProvided,
+        q_clip=NotProvided,
+        target_mode=NotProvided,
+        episodes_per_iteration=NotProvided,
+        regret_reference=NotProvided,
+        regret_dp_grid=NotProvided,
+        regret_dp_nus=NotProvided,
+        **kwargs,
+    ):
         """RLlib's ``training()`` plus L-UCBFair's settings (see the class attributes)."""
-        own = {k: kw.pop(k) for k in list(kw) if k in self._FIELDS}
-        super().training(**kw)
-        for key, value in own.items():
-            if value is not NotProvided:
-                setattr(self, key, value)
-        return self
+        super().training(**kwargs)
+        return set_provided(
+            self,
+            horizon=horizon,
+            feature_map=feature_map,
+            feature_kwargs=feature_kwargs,
+            ridge=ridge,
+            bonus_beta=bonus_beta,
+            softmax_alpha=softmax_alpha,
+            dual_bound_xi=dual_bound_xi,
+            dual_step_eta=dual_step_eta,
+            num_episodes_hint=num_episodes_hint,
+            constraint_threshold=constraint_threshold,
+            constraint_tolerance=constraint_tolerance,
+            region_half_width=region_half_width,
+            q_clip=q_clip,
+            target_mode=target_mode,
+            episodes_per_iteration=episodes_per_iteration,
+            regret_reference=regret_reference,
+            regret_dp_grid=regret_dp_grid,
+            regret_dp_nus=regret_dp_nus,
+        )
 
+    @override(AlgorithmConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """Returns the spec of :class:`LUCBFairRLModule`."""
         return RLModuleSpec(module_class=LUCBFairRLModule)
 
+    @override(AlgorithmConfig)
     def get_default_learner_class(self):
         """Returns :class:`NoOpLearner` (no optimizer, no DDP)."""
         return NoOpLearner
@@ -381,7 +309,7 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         """``H``: ``horizon`` or the env's ``max_steps``."""
         if self.horizon is not None:
             return int(self.horizon)
-        return int(make_model_env(self.env, self.env_config).max_steps)
+        return int(make_model_env(self.env, self.env_config, user="L-UCBFair").max_steps)
 
     def settings(self) -> Settings:
         """The numpy core's :class:`Settings` with every None default resolved."""
@@ -415,6 +343,7 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         )
 
     @property
+    @override(AlgorithmConfig)
     def _model_config_auto_includes(self) -> dict[str, Any]:
         return super()._model_config_auto_includes | {
             "lucb_env": self.env,
@@ -435,16 +364,20 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         if (
             "include_time" not in env_config
             and self.env is not None
-            and hasattr(make_model_env(self.env, env_config), "q_from_observation")
+            and hasattr(
+                make_model_env(self.env, env_config, user="L-UCBFair"), "q_from_observation"
+            )
         ):
             env_config["include_time"] = True
         return env_config
 
+    @override(FairnessConfigMixin)
     def resolve_derived(self) -> None:
         """The shared derived settings, then ``include_time`` (called by ``freeze()``)."""
         super().resolve_derived()
         self.env_config = self.env_config_with_time()
 
+    @override(AlgorithmConfig)
     def validate(self) -> None:
         """RLlib's and the fairness checks, then L-UCBFair's (one-line messages).
 
@@ -455,7 +388,7 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         super().validate()
         if self.env is None:
             return
-        env = make_model_env(self.env, self.env_config_with_time())
+        env = make_model_env(self.env, self.env_config_with_time(), user="L-UCBFair")
         if not hasattr(env, "q_from_observation"):
             raise ValueError(
                 f"env: {self.env!r} is invalid for L-UCBFair (no replicator state); valid "
@@ -477,10 +410,12 @@ class LUCBFair(Algorithm):
     """Plans on the driver, samples with the plan, steps the dual variable, syncs."""
 
     @classmethod
+    @override(Algorithm)
     def get_default_config(cls) -> LUCBFairConfig:
         """Returns a fresh :class:`LUCBFairConfig`."""
         return LUCBFairConfig()
 
+    @override(Algorithm)
     def setup(self, config) -> None:
         """RLlib's setup, then the numpy core and an initial push of its (empty) plan."""
         super().setup(config)
@@ -506,7 +441,7 @@ class LUCBFair(Algorithm):
             return None
         from rllib_fair.fairness.replicator_dp import step_fn_from_statistics
 
-        env = make_model_env(cfg.env, cfg.env_config)
+        env = make_model_env(cfg.env, cfg.env_config, user="L-UCBFair")
         if not hasattr(env, "step_statistics") or getattr(env, "population_size", 1) is not None:
             return None
         s = self.core.settings
@@ -551,6 +486,7 @@ class LUCBFair(Algorithm):
         return episodes, [m for _, m in out]
 
     # ------------------------------------------------------------ training
+    @override(Algorithm)
     def training_step(self) -> None:
         """Episodes with the current plan -> dual step -> planning pass -> sync."""
         cfg = self.config
@@ -561,7 +497,7 @@ class LUCBFair(Algorithm):
         self.metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
         rows = {k: [] for k in ("q", "a", "r", "g", "loss", "disparity")}
         if getattr(self, "_env", None) is None:
-            self._env = make_model_env(cfg.env, cfg.env_config)
+            self._env = make_model_env(cfg.env, cfg.env_config, user="L-UCBFair")
         env = self._env
         for ep in episodes:
             if len(ep) != H:
@@ -631,6 +567,7 @@ class LUCBFair(Algorithm):
             self.metrics.log_value((ENV_RUNNER_RESULTS, "lucbfair", key), float(value), window=1)
 
     # ------------------------------------------------------------ checkpoints
+    @override(Algorithm)
     def get_state(self, components=None, *, not_components=None, **kwargs):
         """RLlib's state plus the numpy core (data store, dual variable, accumulators)."""
         state = super().get_state(components, not_components=not_components, **kwargs)
@@ -642,6 +579,7 @@ class LUCBFair(Algorithm):
             state[_STATE_KEY]["regret"] = self.regret.get_state()
         return state
 
+    @override(Algorithm)
     def set_state(self, state) -> None:
         """Restores RLlib's state and the numpy core, then pushes the plan."""
         super().set_state(state)

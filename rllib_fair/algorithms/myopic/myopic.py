@@ -16,7 +16,7 @@ the thresholds are deterministic and found by
 projected gradient descent from the best grid point: deterministic, so a baseline's
 trajectory depends only on the initial state).
 
-RLlib mapping (DESIGN.md, example 10): :class:`MyopicRLModule` carries no weights; it
+RLlib mapping: :class:`~.torch.myopic_torch_rl_module.MyopicRLModule` carries no weights; it
 rebuilds the environment's model from the same env id and ``env_config`` and solves the
 objective per observation in its forward passes. :class:`Myopic` is an ``Algorithm``
 whose ``training_step`` only samples and reports (fairness metrics included); its learner
@@ -28,20 +28,21 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from ray.rllib.core.columns import Columns
-from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
+from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
     ENV_RUNNER_SAMPLING_TIMER,
     TIMERS,
 )
 
+from rllib_fair.algorithms.common.model_env import make_model_env
+from rllib_fair.algorithms.common.setters import set_provided
+from rllib_fair.algorithms.common.torch.no_op_torch_learner import NoOpLearner
+from rllib_fair.algorithms.myopic.torch.myopic_torch_rl_module import MyopicRLModule
 from rllib_fair.rllib.config import FairnessConfigMixin
 from rllib_fair.rllib.targets import SQUARED_DISPARITY, OwnMetrics
 from rllib_fair.settings import Rule, choice, integer, number
@@ -64,95 +65,6 @@ ENV_UNIT_ACTIONS = Rule(
 
 #: Objectives of Eq. 7a-d, by name.
 OBJECTIVES: tuple[str, ...] = ("myopic", "myopic_fair", "maxmin", "maxmin_fair")
-
-
-def _env_id(env: Any) -> str:
-    """The gymnasium id of a config's ``env`` (``"module:id"`` forms reduced to the id)."""
-    if not isinstance(env, str):
-        raise ValueError(
-            f"env: {env!r} is invalid for a myopic baseline; valid: a registered replicator "
-            "env id (fair/Replicator-v0, fair/ReplicatorAdult-v0)"
-        )
-    return env.split(":", 1)[1] if ":" in env else env
-
-
-def make_model_env(env: str, env_config: dict | None):
-    """Builds the (unwrapped) environment whose model a myopic baseline optimises."""
-    import gymnasium
-
-    import rllib_fair  # noqa: F401  (registers the fair/* ids)
-
-    return gymnasium.make(_env_id(env), **dict(env_config or {})).unwrapped
-
-
-class MyopicRLModule(TorchRLModule):
-    """Weight-free module: solves the one-step objective for every observation.
-
-    ``model_config`` keys (filled by :class:`MyopicConfig`): ``myopic_env``,
-    ``myopic_env_config``, ``objective``, ``fair_lambda``, ``solver_grid``,
-    ``solver_iters``, ``solver_step``. Actions are thresholds in env units (the config
-    sets ``normalize_actions=False``).
-    """
-
-    def setup(self):
-        """Rebuilds the env model and reads the solver settings."""
-        cfg = self.model_config
-        self._model_env = make_model_env(cfg["myopic_env"], cfg.get("myopic_env_config"))
-        self._objective = cfg["objective"]
-        self._lam = float(cfg["fair_lambda"])
-        self._solver = {
-            "grid": int(cfg["solver_grid"]),
-            "iters": int(cfg["solver_iters"]),
-            "step": float(cfg["solver_step"]),
-        }
-
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        """Thresholds ``[B, 2]`` (float32) for a batch of observations ``[B, obs_dim]``."""
-        from rllib_fair.envs.replicator_myopic import myopic_action
-
-        obs = np.asarray(obs, dtype=np.float64).reshape(len(obs), -1)
-        out = np.empty((len(obs), 2), dtype=np.float32)
-        for i, row in enumerate(obs):
-            q = self._model_env.q_from_observation(row)
-            out[i] = myopic_action(
-                self._model_env, self._objective, lam=self._lam, q=q, **self._solver
-            )
-        return out
-
-    def _forward(self, batch, **kwargs):
-        import torch
-
-        obs = batch[Columns.OBS]
-        actions = self.act(obs.detach().cpu().numpy())
-        return {Columns.ACTIONS: torch.as_tensor(actions, device=obs.device)}
-
-    def _forward_train(self, batch, **kwargs):
-        raise NotImplementedError("a myopic baseline never trains")
-
-    def get_state(self, *args, **kwargs) -> dict:
-        """No weights: the state is empty (syncs and checkpoints carry nothing)."""
-        return {}
-
-    def set_state(self, state) -> None:
-        """Nothing to restore."""
-
-
-class NoOpLearner(TorchLearner):
-    """A learner with no optimizer (RLlib builds a LearnerGroup for every algorithm)."""
-
-    def configure_optimizers_for_module(self, module_id, config=None):
-        """Registers nothing: the module has no parameters."""
-
-    def _make_modules_ddp_if_necessary(self) -> None:
-        """Never wraps the module in DDP.
-
-        Torch refuses DDP for a module without parameters, and with no gradients there is
-        nothing to all-reduce: several learners stay identical.
-        """
-
-    def compute_loss_for_module(self, **kwargs):
-        """Never called: :class:`Myopic` does not update its learners."""
-        raise NotImplementedError("a myopic baseline never trains")
 
 
 class MyopicConfig(FairnessConfigMixin, AlgorithmConfig):
@@ -198,6 +110,7 @@ class MyopicConfig(FairnessConfigMixin, AlgorithmConfig):
         # Nothing is learned, so no fairness columns are needed by a learner.
         self.fairness_columns = False
 
+    @override(AlgorithmConfig)
     def training(
         self,
         *,
@@ -206,30 +119,31 @@ class MyopicConfig(FairnessConfigMixin, AlgorithmConfig):
         solver_grid=NotProvided,
         solver_iters=NotProvided,
         solver_step=NotProvided,
-        **kw,
+        **kwargs,
     ):
         """RLlib's ``training()`` plus the baseline's settings (see the class attributes)."""
-        super().training(**kw)
-        for key, value in (
-            ("objective", objective),
-            ("fair_lambda", fair_lambda),
-            ("solver_grid", solver_grid),
-            ("solver_iters", solver_iters),
-            ("solver_step", solver_step),
-        ):
-            if value is not NotProvided:
-                setattr(self, key, value)
-        return self
+        super().training(**kwargs)
+        return set_provided(
+            self,
+            objective=objective,
+            fair_lambda=fair_lambda,
+            solver_grid=solver_grid,
+            solver_iters=solver_iters,
+            solver_step=solver_step,
+        )
 
+    @override(AlgorithmConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """Returns the spec of :class:`MyopicRLModule`."""
         return RLModuleSpec(module_class=MyopicRLModule)
 
+    @override(AlgorithmConfig)
     def get_default_learner_class(self):
-        """Returns :class:`NoOpLearner`."""
+        """Returns :class:`~rllib_fair.algorithms.common.torch.no_op_torch_learner.NoOpLearner`."""
         return NoOpLearner
 
     @property
+    @override(AlgorithmConfig)
     def _model_config_auto_includes(self) -> dict[str, Any]:
         return super()._model_config_auto_includes | {
             "myopic_env": self.env,
@@ -241,11 +155,12 @@ class MyopicConfig(FairnessConfigMixin, AlgorithmConfig):
             "solver_step": self.solver_step,
         }
 
+    @override(AlgorithmConfig)
     def validate(self) -> None:
         """RLlib's and the fairness checks, then the baseline's (one-line messages)."""
         super().validate()
         if self.env is not None:
-            env = make_model_env(self.env, self.env_config)
+            env = make_model_env(self.env, self.env_config, user="a myopic baseline")
             if not (hasattr(env, "objective_values") and hasattr(env, "q_from_observation")):
                 raise ValueError(
                     f"env: {self.env!r} is invalid for a myopic baseline (it has no one-step "
@@ -257,10 +172,12 @@ class Myopic(Algorithm):
     """Samples with the per-step optimiser and reports; never updates a learner."""
 
     @classmethod
+    @override(Algorithm)
     def get_default_config(cls) -> MyopicConfig:
         """Returns a fresh :class:`MyopicConfig`."""
         return MyopicConfig()
 
+    @override(Algorithm)
     def training_step(self) -> None:
         """One iteration: sample ``train_batch_size_per_learner`` env steps, log metrics."""
         cfg = self.config
@@ -293,6 +210,7 @@ class MyopicFair(Myopic):
     """Myopic-Fair (Eq. 7b): minimises (1 - lambda) L + lambda D at every step."""
 
     @classmethod
+    @override(Algorithm)
     def get_default_config(cls) -> MyopicFairConfig:
         """Returns a fresh :class:`MyopicFairConfig`."""
         return MyopicFairConfig()
@@ -314,6 +232,7 @@ class Maxmin(Myopic):
     """Maxmin (Eq. 7c): minimises the worse group's loss at every step."""
 
     @classmethod
+    @override(Algorithm)
     def get_default_config(cls) -> MaxminConfig:
         """Returns a fresh :class:`MaxminConfig`."""
         return MaxminConfig()
@@ -336,6 +255,7 @@ class MaxminFair(Myopic):
     """Maxmin-Fair (Eq. 7d): minimises (1 - lambda) max_g L_g + lambda D at every step."""
 
     @classmethod
+    @override(Algorithm)
     def get_default_config(cls) -> MaxminFairConfig:
         """Returns a fresh :class:`MaxminFairConfig`."""
         return MaxminFairConfig()

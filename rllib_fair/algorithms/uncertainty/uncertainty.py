@@ -3,11 +3,12 @@
 The methods are batch decisions under a budget with a logistic model retrained on
 selective feedback, not gradient RL. DESIGN.md example 10 maps them onto RLlib:
 
-* :class:`UncertaintyRLModule` is weight-free for torch; it carries the bank's numpy
-  state (``theta``, the Fisher matrix ``X^T W X`` of the labelled rows for the delta-method
-  CI, the strategy generator's state) through ``get_state``/``set_state`` and decides a
-  whole quarter in its forward pass with :func:`rllib_fair.uncertainty.decide`
-  (``_forward_exploration``: the configured strategy; ``_forward_inference``: naive top-B).
+* :class:`~.torch.uncertainty_torch_rl_module.UncertaintyRLModule` is weight-free for
+  torch; it carries the bank's numpy state (``theta``, the Fisher matrix ``X^T W X`` of
+  the labelled rows for the delta-method CI, the strategy generator's state) through
+  ``get_state``/``set_state`` and decides a whole quarter in its forward pass with
+  :func:`rllib_fair.uncertainty.decide` (``_forward_exploration``: the configured
+  strategy; ``_forward_inference``: naive top-B).
 * :class:`Uncertainty` owns the bank (:class:`rllib_fair.uncertainty.QuarterlyAgent`).
   Its ``training_step`` samples **one env step = one quarter** of
   ``fair/QuarterlyLending-v0``: on the base step (the episode's first, whose observation
@@ -17,7 +18,8 @@ selective feedback, not gradient RL. DESIGN.md example 10 maps them onto RLlib:
   mismatch with the runner's decision is counted in ``uncertainty/decision_mismatch``),
   updates the model on the granted rows' labels ``info["y_obs"]`` only, then pushes the new
   state to the env runners. It logs the quarter's metrics under ``uncertainty/``.
-* :class:`~rllib_fair.algorithms.myopic.myopic.NoOpLearner`: no optimizer, no DDP.
+* :class:`~rllib_fair.algorithms.common.torch.no_op_torch_learner.NoOpLearner`: no optimizer,
+  no DDP.
 
 Each episode is one configuration run of the core: data seed = the env's reset seed
 (``info["data_seed"]``), the SGD and strategy streams ``make_streams(data_seed)``; so with
@@ -35,25 +37,24 @@ from typing import Any
 import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
+from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, ENV_RUNNER_SAMPLING_TIMER, TIMERS
 
-from rllib_fair.algorithms.myopic.myopic import NoOpLearner
+from rllib_fair.algorithms.common.setters import set_provided
+from rllib_fair.algorithms.common.torch.no_op_torch_learner import NoOpLearner
+from rllib_fair.algorithms.uncertainty.torch.uncertainty_torch_rl_module import (
+    UncertaintyRLModule,
+    design_for,
+)
 from rllib_fair.rllib.config import FairnessConfigMixin
 from rllib_fair.settings import Rule, bool_setting, choice, integer, number
 from rllib_fair.uncertainty import (
     GROUP_ENCODINGS,
     STRATEGIES,
-    DesignTransform,
-    LogisticModel,
     QuarterlyAgent,
     QuarterlyConfig,
-    decide,
-    delta_method_halfwidth,
-    eligible_mask,
     fisher_information,
     make_streams,
 )
@@ -71,131 +72,6 @@ LOGGED_METRICS: tuple[str, ...] = (
     "utility_q",
     "n_granted",
 )
-
-
-def design_for(
-    feature_names, use_group_feature: bool, q_encoding: str, group_encoding: str
-) -> DesignTransform:
-    """The bank's design on the env's already standardised features (mean 0, scale 1).
-
-    The env's ``A`` column is the raw group label 0/1; ``group_encoding`` codes it as the
-    core does, so the design equals :func:`~rllib_fair.uncertainty.run_quarters`'.
-    """
-    k = len(feature_names)
-    return DesignTransform(
-        tuple(feature_names),
-        (0.0,) * k,
-        (1.0,) * k,
-        use_group_feature=use_group_feature,
-        q_encoding=q_encoding,
-        intercept=True,
-        group_encoding=group_encoding,
-    )
-
-
-class UncertaintyRLModule(TorchRLModule):
-    """Weight-free module deciding one quarter per observation with numpy state.
-
-    ``model_config`` keys (filled by :class:`UncertaintyConfig`): ``strategy``,
-    ``proportion_certain``, ``delta``, ``rejection_threshold``, ``ci_z``, ``fill_budget``,
-    ``exploration_sizing``, ``use_group_feature``, ``q_encoding``, ``group_encoding``,
-    ``feature_names``.
-    """
-
-    def setup(self):
-        """Reads the strategy settings; the model starts at ``theta = 0`` (unfitted)."""
-        cfg = self.model_config
-        self._cfg = dict(cfg)
-        self._design = design_for(
-            cfg["feature_names"], cfg["use_group_feature"], cfg["q_encoding"], cfg["group_encoding"]
-        )
-        self._theta = np.zeros(self._design.n_columns)
-        self._fisher: np.ndarray | None = None
-        self._rng = np.random.default_rng(0)
-        self._fitted = False
-
-    # ---------------------------------------------------------------- decisions
-    def decide_quarter(self, obs: dict[str, np.ndarray], explore: bool) -> np.ndarray:
-        """Grants ``[N_max]`` (int8) for one observation (zeros on the base quarter)."""
-        mask = np.asarray(obs["mask"]).reshape(-1)
-        out = np.zeros(mask.shape[0], dtype=np.int8)
-        n = int(mask.sum())
-        labels = np.asarray(obs["labels"]).reshape(-1)
-        if n == 0 or labels[0] >= 0:  # base quarter (or terminal obs): nothing to decide
-            return out
-        cfg = self._cfg
-        x = self._design(np.asarray(obs["features"], dtype=np.float64)[:n])
-        p = LogisticModel(x.shape[1], theta=self._theta).predict_proba(x)
-        budget = int(round(float(np.asarray(obs["budget"]).reshape(-1)[0])))
-        strategy = cfg["strategy"] if explore else "naive"
-        halfwidth = None
-        if strategy == "uncertainty_aware" and self._fisher is not None:
-            halfwidth = delta_method_halfwidth(self._theta, x, z=cfg["ci_z"], fisher=self._fisher)
-        dec = decide(
-            strategy,
-            p,
-            budget,
-            eligible_mask(p, cfg["rejection_threshold"]),
-            self._rng,
-            halfwidth=halfwidth,
-            proportion_certain=cfg["proportion_certain"],
-            delta=cfg["delta"],
-            fill_budget=cfg["fill_budget"],
-            exploration_sizing=cfg["exploration_sizing"],
-        )
-        out[:n] = dec.granted
-        return out
-
-    def _act(self, batch, explore: bool):
-        import torch
-
-        obs = batch[Columns.OBS]
-        np_obs = {k: v.detach().cpu().numpy() for k, v in obs.items()}
-        rows = np_obs["mask"].shape[0]
-        actions = np.stack(
-            [
-                self.decide_quarter({k: v[b] for k, v in np_obs.items()}, explore)
-                for b in range(rows)
-            ]
-        )
-        return {Columns.ACTIONS: torch.as_tensor(actions, device=obs["mask"].device)}
-
-    def _forward_exploration(self, batch, **kwargs):
-        return self._act(batch, explore=True)
-
-    def _forward_inference(self, batch, **kwargs):
-        return self._act(batch, explore=False)
-
-    def _forward(self, batch, **kwargs):
-        return self._act(batch, explore=True)
-
-    def _forward_train(self, batch, **kwargs):
-        raise NotImplementedError("the lending strategies never train a torch module")
-
-    # ---------------------------------------------------------------- state
-    def get_state(self, *args, **kwargs) -> dict:
-        """The bank's numpy state: ``theta``, ``fisher``, ``rng_state``, ``fitted``."""
-        return {
-            "theta": self._theta.copy(),
-            "fisher": None if self._fisher is None else self._fisher.copy(),
-            "rng_state": self._rng.bit_generator.state,
-            "fitted": self._fitted,
-        }
-
-    def set_state(self, state) -> None:
-        """Restores :meth:`get_state`'s dict (missing keys are left unchanged)."""
-        if not state:
-            return
-        if "theta" in state:
-            self._theta = np.asarray(state["theta"], dtype=np.float64).copy()
-        if "fisher" in state:
-            f = state["fisher"]
-            self._fisher = None if f is None else np.asarray(f, dtype=np.float64).copy()
-        if state.get("rng_state") is not None:
-            self._rng = np.random.default_rng()
-            self._rng.bit_generator.state = state["rng_state"]
-        if "fitted" in state:
-            self._fitted = bool(state["fitted"])
 
 
 class UncertaintyConfig(FairnessConfigMixin, AlgorithmConfig):
@@ -329,14 +205,53 @@ class UncertaintyConfig(FairnessConfigMixin, AlgorithmConfig):
         self.clip_actions = False
         self.fairness_columns = False
 
-    def training(self, **kw):
+    @override(AlgorithmConfig)
+    def training(
+        self,
+        *,
+        strategy=NotProvided,
+        proportion_certain=NotProvided,
+        delta=NotProvided,
+        rejection_threshold=NotProvided,
+        ci_z=NotProvided,
+        fill_budget=NotProvided,
+        exploration_sizing=NotProvided,
+        n_epochs=NotProvided,
+        lr=NotProvided,
+        batch_size=NotProvided,
+        use_group_feature=NotProvided,
+        q_encoding=NotProvided,
+        group_encoding=NotProvided,
+        train_on=NotProvided,
+        optimizer=NotProvided,
+        cf_alpha=NotProvided,
+        cf_rows=NotProvided,
+        cf_bce_weight=NotProvided,
+        **kwargs,
+    ):
         """RLlib's ``training()`` plus the strategy settings (see the class attributes)."""
-        own = {k: kw.pop(k) for k in list(kw) if k in self.KEYS}
-        super().training(**kw)
-        for key, value in own.items():
-            if value is not NotProvided:
-                setattr(self, key, value)
-        return self
+        super().training(**kwargs)
+        return set_provided(
+            self,
+            strategy=strategy,
+            proportion_certain=proportion_certain,
+            delta=delta,
+            rejection_threshold=rejection_threshold,
+            ci_z=ci_z,
+            fill_budget=fill_budget,
+            exploration_sizing=exploration_sizing,
+            n_epochs=n_epochs,
+            lr=lr,
+            batch_size=batch_size,
+            use_group_feature=use_group_feature,
+            q_encoding=q_encoding,
+            group_encoding=group_encoding,
+            train_on=train_on,
+            optimizer=optimizer,
+            cf_alpha=cf_alpha,
+            cf_rows=cf_rows,
+            cf_bce_weight=cf_bce_weight,
+        )
 
     def quarterly_config(self) -> QuarterlyConfig:
         """The core's :class:`~rllib_fair.uncertainty.QuarterlyConfig` of the bank side."""
@@ -358,21 +273,25 @@ class UncertaintyConfig(FairnessConfigMixin, AlgorithmConfig):
         env_cfg.setdefault("dim", 400)  # names only: a small data set
         return tuple(gymnasium.make(ENV_ID, **env_cfg).unwrapped.feature_names)
 
+    @override(AlgorithmConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """Returns the spec of :class:`UncertaintyRLModule`."""
         return RLModuleSpec(module_class=UncertaintyRLModule)
 
+    @override(AlgorithmConfig)
     def get_default_learner_class(self):
-        """Returns :class:`~rllib_fair.algorithms.myopic.myopic.NoOpLearner`."""
+        """Returns :class:`~rllib_fair.algorithms.common.torch.no_op_torch_learner.NoOpLearner`."""
         return NoOpLearner
 
     @property
+    @override(AlgorithmConfig)
     def _model_config_auto_includes(self) -> dict[str, Any]:
         return super()._model_config_auto_includes | {
             **{k: getattr(self, k) for k in self.KEYS},
             "feature_names": self.feature_names(),
         }
 
+    @override(AlgorithmConfig)
     def validate(self) -> None:
         """RLlib's and the fairness checks, then the strategy's (one-line messages)."""
         super().validate()
@@ -389,10 +308,12 @@ class Uncertainty(Algorithm):
     """One quarter per iteration: sample, replay the decision, update the bank, push state."""
 
     @classmethod
+    @override(Algorithm)
     def get_default_config(cls) -> UncertaintyConfig:
         """Returns a fresh :class:`UncertaintyConfig`."""
         return UncertaintyConfig()
 
+    @override(Algorithm)
     def setup(self, config) -> None:
         """RLlib's setup plus the bank's bookkeeping."""
         super().setup(config)
@@ -465,6 +386,7 @@ class Uncertainty(Algorithm):
             "fitted": True,
         }
 
+    @override(Algorithm)
     def training_step(self) -> None:
         """Samples ``train_batch_size_per_learner`` quarters, one at a time.
 

@@ -1,0 +1,1 @@
+"""L-UCBFair's torch module (numpy plan, no torch parameters)."""

@@ -1,0 +1,1 @@
+"""The myopic baselines' torch module (weight-free)."""

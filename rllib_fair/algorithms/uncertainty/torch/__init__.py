@@ -1,0 +1,1 @@
+"""The lending strategies' torch module (numpy state, no torch parameters)."""

@@ -6,11 +6,11 @@ driver and the RL module acts from the plan's arrays (:func:`act`). :func:`run_e
 drives a gymnasium replicator env with the same functions, so tests and scripts can run
 the whole method without Ray; the RLlib path is tested against it.
 
-Algorithm 1 (spec 4.1.2), per episode ``k``: plan (backward LSVI pass with the bonus and
-the softmax value) -> act ``H`` steps (softmax over regions, uniform point in the region)
--> dual step on the planned ``V_{g,1}(s_1^k)``. Here the planning for episode ``k + 1``
-runs right after episode ``k``'s dual step (:meth:`LUCBFairCore.observe`), which is the
-same sequence.
+Algorithm 1 (as reconstructed: docs/methods/yin2023.md, "L-UCBFair"), per episode ``k``:
+plan (backward LSVI pass with the bonus and the softmax value) -> act ``H`` steps (softmax
+over regions, uniform point in the region) -> dual step on the planned ``V_{g,1}(s_1^k)``.
+Here the planning for episode ``k + 1`` runs right after episode ``k``'s dual step
+(:meth:`LUCBFairCore.observe`), which is the same sequence.
 """
 
 from __future__ import annotations

@@ -1,18 +1,18 @@
 """L-UCBFair's action regions and feature maps (numpy only; no Ray, no torch).
 
-Seed 003 (Yin et al. 2023), Sec. 3.1.1 "Adaptive Search Policy" (paper line 141): the
+Yin et al. 2023, Sec. 3.1.1 "Adaptive Search Policy": the
 action box is cut into ``M`` regions, the policy is a softmax over regions and the action
 is drawn uniformly inside the chosen region. Ass. 3.1 (linear MDP) needs a feature map
 ``phi(s, a) in R^d`` with ``||phi||_2 <= 1``; the paper trained one offline (App. D.1,
-lost), so this module offers (spec 4.1.4):
+not available), so this module offers (docs/methods/yin2023.md, "L-UCBFair"):
 
 * ``"rbf"`` (default): per-group Gaussian RBFs over ``(q_k, a_k)`` on a 4x4 grid, each
-  group's block normalised to sum 1/2 (erratum E12: joint normalisation would break
-  additivity over groups), ``d = 32``;
+  group's block normalised to sum 1/2 (normalising the concatenation would mix the
+  groups and break additivity over them), ``d = 32``;
 * ``"tabular"``: one-hot over (cell of an ``n x n`` grid of ``q``) x (region), an exact
   linear MDP for piecewise-constant dynamics;
 * ``"learned"``: a small MLP ending in a softmax, weights in an ``.npz`` written by
-  ``scripts/train_lucbfair_features.py`` (spec 4.1.5, package recipe);
+  ``scripts/train_lucbfair_features.py`` (the package's recipe);
 * a dotted path ``"pkg.module:function"`` (or ``"pkg.module.function"``) to a user
   callable ``phi(states[N, 2], actions[N, 2]) -> [N, d]``.
 

@@ -1,22 +1,23 @@
 """L-UCBFair's planning, policy and dual step as pure numpy functions (no Ray).
 
-Seed 003 (Yin et al. 2023), Sec. 3.1.1 and Algorithm 1 as reconstructed in spec 4.1.2:
+Yin et al. 2023, Sec. 3.1.1 and Algorithm 1 as we reconstructed it (docs/methods/yin2023.md,
+"L-UCBFair"):
 
-* LSVI step (paper line 137; Jin et al. 2020): per step ``h`` (backwards),
+* LSVI step (Sec. 3.1; Jin et al. 2020): per step ``h`` (backwards),
   ``Lambda_h = sum_tau phi phi^T + ridge I`` and
   ``w_{j,h} = Lambda_h^{-1} sum_tau phi (j_h + V_{j,h+1}(s_{h+1}))`` for ``j in {r, g}``;
-* bonus (paper line 139): ``Q_{j,h} = clip(w^T phi + beta (phi^T Lambda_h^{-1} phi)^{1/2},
+* bonus (Sec. 3.1): ``Q_{j,h} = clip(w^T phi + beta (phi^T Lambda_h^{-1} phi)^{1/2},
   0, H - h)`` (0-based ``h``: the values' true range ``[0, H - h + 1]`` in the paper's
   1-based index);
-* adaptive search policy (paper line 141): ``pi_h(i | s) = softmax_i(alpha (Q_r(s, c_i) +
+* adaptive search policy (Sec. 3.1.1): ``pi_h(i | s) = softmax_i(alpha (Q_r(s, c_i) +
   Y Q_g(s, c_i)))`` over the region centres; ``V_j(s) = sum_i pi_h(i | s) Q_j(s, c_i)``
-  (the softmax value replaces the ``max_a`` of line 137, which is unavailable over a
+  (the softmax value replaces the LSVI step's ``max_a``, which is unavailable over a
   continuous action set);
-* dual update (paper line 145, gradient ascent on the Lagrangian Eq. 4, line 121):
+* dual update (gradient ascent on the Lagrangian of Eq. 4):
   ``Y_{k+1} = clip(Y_k + eta (b - V_{g,1}(s_1)), 0, xi)``.
 
 Indices: ``h = 0..H-1`` is the 0-based index of a decision; the observation after ``j``
-steps carries ``j / H`` (erratum E13), so ``h = round(obs_t * H)``.
+steps carries ``j / H`` (0 at reset), so ``h = round(obs_t * H)``.
 
 Data layout of :func:`plan_lsvi`: ``k`` complete episodes of ``H`` steps; ``phi_sa[k, H,
 d]`` the features of the visited pairs, ``r, g [k, H]`` the per-step reward and utility,
@@ -72,7 +73,7 @@ def default_eta(xi: float, num_episodes: int, horizon: int) -> float:
 
 
 def q_upper(h: int, horizon: int, q_clip: str = "remaining") -> float:
-    """Upper clip of ``Q_h``: ``H - h`` ("remaining", 0-based h) or ``H`` ("horizon", [ref])."""
+    """Upper clip of ``Q_h``: ``H - h`` ("remaining", 0-based h) or ``H`` ("horizon", reference)."""
     return float(horizon - h) if q_clip == "remaining" else float(horizon)
 
 
@@ -158,7 +159,7 @@ def plan_lsvi(
 ) -> Plan:
     """One backward planning pass of L-UCBFair on all stored episodes (true LSVI).
 
-    Every past target is recomputed with the current weights (spec 4.1.2): for
+    Every past target is recomputed with the current weights (that makes it LSVI): for
     ``h = H-1..0``, ``V_{j,h+1}(s_{h+1}^tau)`` is the softmax value of the just-computed
     ``Q_{h+1}`` at every stored next state. With no data the plan is
     :meth:`Plan.empty`. ``horizon`` is only needed when ``phi_sa`` has no episodes.
@@ -187,7 +188,7 @@ def plan_lsvi(
 
 
 def dual_step(dual: float, eta: float, threshold: float, v_g1: float, xi: float) -> float:
-    """``Y_{k+1} = clip(Y_k + eta (b - V_{g,1}(s_1)), 0, xi)`` (Eq. 4 ascent, line 145)."""
+    """``Y_{k+1} = clip(Y_k + eta (b - V_{g,1}(s_1)), 0, xi)`` (ascent on Eq. 4)."""
     return float(min(max(dual + eta * (threshold - v_g1), 0.0), xi))
 
 
@@ -211,7 +212,7 @@ def reference_accumulate(
     v_r_visit: np.ndarray,
     v_g_visit: np.ndarray,
 ) -> dict[str, np.ndarray]:
-    """Adds one episode the way the reference did (spec 4.1.3; returns new accumulators).
+    """Adds one episode the way the reference did (targets never recomputed; new accumulators).
 
     ``phi_sa[H, d]``, ``r, g [H]``; ``v_*_visit[H]`` are the softmax values computed
     *while acting* at the visited states ``s_h`` with the episode's own weights

@@ -2,8 +2,8 @@
 
 L-UCBFair is not a gradient method: it plans with optimistic least-squares value
 iteration over a fixed feature map and a primal-dual softmax policy over action regions
-(:mod:`rllib_fair.algorithms.lucbfair.lsvi`). The RLlib mapping (DESIGN.md example 10,
-spec 4.1.6):
+(:mod:`rllib_fair.algorithms.lucbfair.lsvi`; the method and our choices:
+docs/methods/yin2023.md, "L-UCBFair"). The RLlib mapping:
 
 * :class:`~.torch.lucbfair_torch_rl_module.LUCBFairRLModule` carries the plan (``w_r``,
   ``w_g``, ``Lambda^{-1}`` per step), the dual variable, ``alpha``, ``beta`` and the
@@ -11,7 +11,7 @@ spec 4.1.6):
   checkpoints); its exploration forward samples a region from the softmax and a uniform
   point in it, its inference forward returns the argmax region's centre. It reads ``q``
   and the time feature ``j / H`` from the observation (``include_time=True``; ``h =
-  round(obs[-1] H)``, erratum E13).
+  round(obs[-1] H)``, 0 at reset).
 * :class:`~rllib_fair.algorithms.common.torch.no_op_torch_learner.NoOpLearner` (shared with
   the myopic baselines): no optimizer, no DDP wrap.
 * :meth:`LUCBFair.training_step`: sample ``episodes_per_iteration`` complete episodes
@@ -74,32 +74,34 @@ SMOOTHED_KEYS = ("loss_mean_smoothed", "disparity_mean_smoothed", "Y_used_smooth
 
 
 class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
-    """Config of L-UCBFair; defaults and their sources (spec 4.1.1, errata E1, E2, E12).
+    """Config of L-UCBFair; defaults and their sources ("the reference" is the supplementary code).
 
     Attributes:
         horizon: ``H``; None = the env's ``max_steps``.
-        feature_map: ``"rbf"`` (default; per-group RBFs, d = 32, spec 4.1.4 with E12),
+        feature_map: ``"rbf"`` (default; per-group RBFs, each group's block summing to 1/2,
+            d = 32),
             ``"tabular"``, ``"learned"`` (``feature_kwargs={"path": ".npz"}``) or a dotted
             path to ``phi(states[N, 2], actions[N, 2]) -> [N, d]``.
         feature_kwargs: keyword arguments of the feature map.
         ridge: lambda of ``Lambda = sum phi phi^T + lambda I``: 0.01 (measured choice; Jin
-            et al. 2020 and the [ref] use 1, which with the rbf map's small norms,
+            et al. 2020 and the reference use 1, which with the rbf map's small norms,
             ``||phi||_2 ~ 0.2``, shrinks every regression target and compounds over H = 100
             backward steps: planned ``V_{g,1}`` stayed near 10 % of the realised value).
-        bonus_beta: UCB multiplier; None = ``0.1 H`` (errata E1/E2: the [ref] 0.05 gives no
+        bonus_beta: UCB multiplier; None = ``0.1 H`` (the reference's 0.05 gives no
             optimism on Q values of scale H, and theory's ``O(d H sqrt(iota))`` is
-            far larger; 0.1 H is our choice). Set 0.05 to reproduce the [ref] run.
+            far larger; 0.1 H is our choice). Set 0.05 to reproduce the reference run.
         softmax_alpha: softmax temperature; None = Thm 3.3's ``log(M) K / (2 (1 + xi + H))``.
         dual_bound_xi: ``xi`` (Ass. B.1); 20 = ``2 H / gamma`` with Slater margin
-            ``gamma = 0.1 H`` (Ding et al. 2021). 0 pins ``Y = 0`` (the [ref] run).
-        dual_step_eta: ``eta``; None = ``xi / sqrt(K H^2)`` ([ref]).
-        num_episodes_hint: ``K`` in the alpha and eta formulas (500, the [ref] budget).
+            ``gamma = 0.1 H`` (Ding et al. 2021). 0 pins ``Y = 0`` (the reference run).
+        dual_step_eta: ``eta``; None = ``xi / sqrt(K H^2)`` (the reference's).
+        num_episodes_hint: ``K`` in the alpha and eta formulas (500, the reference's budget).
         constraint_threshold: ``b`` on ``sum_h g_h``; None = ``H (1 - constraint_tolerance)``.
-        constraint_tolerance: 0.1 (our choice; [ref] used ``H - 1.5``).
-        region_half_width: 0.1 ([ref] ``split_region(eps=0.1)``: 25 regions).
+        constraint_tolerance: 0.1 (our choice; the reference used ``H - 1.5``).
+        region_half_width: 0.1 (the reference's ``split_region(eps=0.1)``: 25 regions).
         q_clip: ``"remaining"`` (``[0, H - h + 1]``, the values' range) or ``"horizon"``
-            (``[0, H]``, [ref]).
-        target_mode: ``"lsvi"`` (the paper's algorithm) or ``"reference_online"`` (spec 4.1.3).
+            (``[0, H]``, the reference).
+        target_mode: ``"lsvi"`` (the paper's algorithm) or ``"reference_online"`` (the
+            reference's targets, computed while acting and never recomputed).
         episodes_per_iteration: episodes per plan (1 = the paper; N > 1 collects N
             episodes in parallel on the remote env runners before the next plan).
         regret_reference: True (default) logs Eq. 3's cumulative regret against the exact
@@ -503,7 +505,7 @@ class LUCBFair(Algorithm):
             if len(ep) != H:
                 continue  # only complete H-step episodes (batch_mode=complete_episodes)
             obs = np.asarray(ep.get_observations(), dtype=np.float64)
-            infos = ep.get_infos()[1:]  # info of step t belongs to transition t (DESIGN.md)
+            infos = ep.get_infos()[1:]  # info of step t belongs to transition t
             rows["q"].append(env.q_from_observation(obs))
             rows["a"].append(np.asarray(ep.get_actions(), dtype=np.float64).reshape(H, -1))
             for key in ("r", "g", "loss", "disparity"):

@@ -2,9 +2,9 @@
 
 Eq. 3: ``Regret(K) = sum_k (V*_r(s_1^k) - V^{pi_k}_r(s_1^k))`` with ``V*`` the value of the
 constrained problem of Eq. 1 (``max V_r`` subject to ``V_g >= b``) from the episode's
-first state, and ``V^{pi_k}_r`` the realised ``sum_h r_h`` of episode ``k`` (the env is
-deterministic given the actions, spec 3.3). ``V*`` comes from the backward DP of
-:mod:`rllib_fair.fairness.replicator_dp` (spec 3.4: state grid with bilinear
+first state, and ``V^{pi_k}_r`` the realised ``sum_h r_h`` of episode ``k`` (an unbiased
+estimate: the actions are drawn from ``pi_k``). ``V*`` comes from the backward DP of
+:mod:`rllib_fair.fairness.replicator_dp` (our extension: state grid with bilinear
 interpolation, actions restricted to the region centres, the comparator class of the
 planner).
 

@@ -13,7 +13,7 @@ The pieces, and where they live:
   critic MLP with 2 K M outputs, built on the learner only
   (:class:`~.torch.elbertpo_torch_rl_module.ELBERTPOTorchRLModule`);
 * per-stream GAE and the combination above, once per train batch, in a learner
-  connector after RLlib's GAE (:class:`~.torch.elbertpo_torch_learner.ELBERTAdvantage`);
+  connector after RLlib's GAE (:class:`~.connectors.ELBERTAdvantage`);
   the weights come from :func:`rllib_fair.fairness.objective.fair_advantage_weights`;
 * the extra value loss, added to PPO's loss
   (:class:`~.torch.elbertpo_torch_learner.ELBERTPOTorchLearner`).
@@ -36,7 +36,9 @@ from __future__ import annotations
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.rllib.targets import Metric, OwnMetrics
 from rllib_fair.settings import Rule, choice, integer, number
@@ -137,6 +139,7 @@ class ELBERTPOConfig(FairPPOConfig):
         self.advantage_form: str = "paper"
         self.episode_length: int | None = None
 
+    @override(FairPPOConfig)
     def training(
         self,
         *,
@@ -147,30 +150,28 @@ class ELBERTPOConfig(FairPPOConfig):
         demand_group=NotProvided,
         advantage_form=NotProvided,
         episode_length=NotProvided,
-        **kw,
+        **kwargs,
     ):
         """PPO's ``training()`` plus ELBERT-PO's settings (see the class attributes)."""
-        super().training(**kw)
-        for key, value in (
-            ("alpha", alpha),
-            ("beta", beta),
-            ("soft_bias", soft_bias),
-            ("demand_zeta", demand_zeta),
-            ("demand_group", demand_group),
-            ("advantage_form", advantage_form),
-            ("episode_length", episode_length),
-        ):
-            if value is not NotProvided:
-                setattr(self, key, value)
-        return self
+        super().training(**kwargs)
+        return set_provided(
+            self,
+            alpha=alpha,
+            beta=beta,
+            soft_bias=soft_bias,
+            demand_zeta=demand_zeta,
+            demand_group=demand_group,
+            advantage_form=advantage_form,
+            episode_length=episode_length,
+        )
 
     # ---------------------------------------------------------------- derived settings
     def fairness_shape(self) -> tuple[int, int]:
         """``(K, G)``: supply-demand pairs of the notion and groups of the env."""
+        from rllib_fair.envs import env_meta
         from rllib_fair.fairness.notions import get_notion
-        from rllib_fair.rllib.config import _env_meta
 
-        meta = _env_meta(self.env)
+        meta = env_meta(self.env)
         if meta is None:
             raise ValueError(
                 f"env: ELBERTPO needs a registered rllib-fair environment to know its groups, "
@@ -204,10 +205,12 @@ class ELBERTPOConfig(FairPPOConfig):
         return self.fairness_shape()[1] > 2
 
     @property
+    @override(FairPPOConfig)
     def _model_config_auto_includes(self):
         k, g = self.fairness_shape()
         return super()._model_config_auto_includes | {"fair_value_streams": 2 * k * g}
 
+    @override(FairPPOConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """PPO's module spec with the ELBERT-PO module class."""
         from rllib_fair.algorithms.elbertpo.torch.elbertpo_torch_rl_module import (
@@ -218,6 +221,7 @@ class ELBERTPOConfig(FairPPOConfig):
         spec.module_class = ELBERTPOTorchRLModule
         return spec
 
+    @override(FairPPOConfig)
     def get_default_learner_class(self):
         """Returns :class:`ELBERTPOTorchLearner`."""
         from rllib_fair.algorithms.elbertpo.torch.elbertpo_torch_learner import (
@@ -226,6 +230,7 @@ class ELBERTPOConfig(FairPPOConfig):
 
         return ELBERTPOTorchLearner
 
+    @override(FairPPOConfig)
     def validate(self) -> None:
         """The declared checks, PPO's and the fairness ones, then those that need the env."""
         super().validate()
@@ -242,6 +247,7 @@ class ELBERTPO(PPO):
     """RLlib PPO trained on the fairness-aware advantage (see module docstring)."""
 
     @classmethod
+    @override(PPO)
     def get_default_config(cls) -> ELBERTPOConfig:
         """Returns a fresh :class:`ELBERTPOConfig`."""
         return ELBERTPOConfig()

@@ -3,7 +3,7 @@
 The paper's Fig. 4 accumulates, per initial state, the loss and the disparity over one
 episode; Figs. 1-2 draw the trajectories of the qualification rates. Both come from
 deterministic rollouts (the env is deterministic given the actions), here from the
-``4 x 4`` grid of initial states ``{0.2, 0.4, 0.6, 0.8}^2`` (spec 3.5; the paper does not
+``4 x 4`` grid of initial states ``{0.2, 0.4, 0.6, 0.8}^2`` (our choice: the paper does not
 list its 16 states).
 """
 

@@ -30,7 +30,9 @@ lambda_final * t / H)``:
 from __future__ import annotations
 
 from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.td3.td3 import TD3, TD3Config
 from rllib_fair.rllib.targets import RETURN_KEY, SQUARED_DISPARITY, Metric, OwnMetrics
 from rllib_fair.settings import check_object, number
@@ -85,19 +87,27 @@ class RTD3Config(TD3Config):
         Returns:
             This updated config.
         """
-        if lambda_final is not NotProvided:
-            self.relaxation_lambda_final = lambda_final
-        if sharpness is not NotProvided:
-            self.relaxation_sharpness = sharpness
-        return self
+        return set_provided(
+            self, relaxation_lambda_final=lambda_final, relaxation_sharpness=sharpness
+        )
 
+    @override(TD3Config)
     def training(
-        self, *, relaxation_lambda_final=NotProvided, relaxation_sharpness=NotProvided, **kw
+        self,
+        *,
+        relaxation_lambda_final=NotProvided,
+        relaxation_sharpness=NotProvided,
+        **kwargs,
     ):
         """TD3's ``training()`` plus the relaxation (YAML keys of the same names)."""
-        super().training(**kw)
-        return self.relaxation(lambda_final=relaxation_lambda_final, sharpness=relaxation_sharpness)
+        super().training(**kwargs)
+        return set_provided(
+            self,
+            relaxation_lambda_final=relaxation_lambda_final,
+            relaxation_sharpness=relaxation_sharpness,
+        )
 
+    @override(TD3Config)
     def validate(self) -> None:
         """The relaxation's checks, then TD3's.
 
@@ -108,6 +118,7 @@ class RTD3Config(TD3Config):
         self.relaxed_env_config()
         super().validate()
 
+    @override(TD3Config)
     def resolve_derived(self) -> None:
         """TD3's, then ``env_config`` with the relaxation (called by ``freeze()``)."""
         super().resolve_derived()
@@ -120,10 +131,9 @@ class RTD3Config(TD3Config):
             ValueError: one line, for an env without a relaxed reward or an
                 ``env_config`` entry that conflicts with the relaxation.
         """
-        from rllib_fair.envs import env_class
-        from rllib_fair.rllib.config import _env_meta
+        from rllib_fair.envs import env_class, env_meta
 
-        meta = _env_meta(self.env)
+        meta = env_meta(self.env)
         cls = env_class(meta["id"]) if meta is not None else None
         modes = getattr(cls, "SUPPORTED_REWARD_MODES", ())
         if "relaxed" not in modes:
@@ -151,6 +161,7 @@ class RTD3(TD3):
     """TD3 trained on the relaxed reward of Eq. 6 (see the module docstring)."""
 
     @classmethod
+    @override(TD3)
     def get_default_config(cls) -> RTD3Config:
         """Returns a fresh :class:`RTD3Config`."""
         return RTD3Config()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
+from ray.rllib.utils.annotations import override
 from torch import nn
 
 from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule, run_plan, sequential_steps
@@ -43,6 +44,7 @@ class ELBERTPOTorchRLModule(FairPPOTorchRLModule):
         layers.append(nn.Linear(width, n_out))
         self.fair_vf = nn.Sequential(*layers)
 
+    @override(FairPPOTorchRLModule)
     def get_non_inference_attributes(self) -> list[str]:
         """PPO's learner-only attributes plus ``fair_vf``."""
         return super().get_non_inference_attributes() + ["fair_vf"]

@@ -137,12 +137,13 @@ PAPER_PPO = {
     "grad_clip": 0.5,
     "use_kl_loss": False,
     # fairrl/agents/policy.py layer_init: orthogonal, gain sqrt(2); actor output 0.01,
-    # critic output 1 (the initial policy is uniform); sellf_reference_gap.md item 3
+    # critic output 1 (the initial policy is uniform); docs/methods/valdrighi2026.md
     "weight_init": "orthogonal",
 }
 # The reference's per-method settings on top of PAPER_PPO. SELLF: min-max normalised A
 # and min(0, omega/2 - Delta~) per minibatch (fairrl/agents/sellf.py:242-265), the
-# form in which beta_1 carries a per-action signal (sellf_reference_gap.md exp. D).
+# form in which beta_1 carries a per-action signal (in the paper's form it is 20-50x
+# weaker than the reward's; docs/methods/valdrighi2026.md).
 # POCAR's defaults (minmax, post) already are the reference's.
 PAPER_METHOD = {"sellf": {"advantage_normalization": "minmax"}}
 

@@ -700,7 +700,7 @@ def build_config(run: str, env: str, env_config: dict, config: dict):
     declared = {**CONFIG_RULES, **collect(type(cfg))[0]}
     cfg.environment(env, env_config=env_config)
     # PPOConfig() defaults to 2 remote env runners; tuned examples start from 0 unless
-    # they say otherwise (RLLIB_NOTES: a 2-core machine).
+    # they say otherwise (on a 2-core machine extra runner processes compete for the CPUs).
     cfg.env_runners(num_env_runners=0)
     clean: dict[str, Any] = {}
     for key, value in config.items():

@@ -1,6 +1,6 @@
 """A base for pool-of-individuals environments: who is shown, who is decided on, what changed.
 
-Several environments of the package share one shape (DESIGN.md, example 11): a fixed pool
+Several environments of the package share one shape: a fixed pool
 of individuals, each with a group and a state; every step one individual is *shown* (its
 observation), the agent accepts or rejects it, the individual's state changes and the
 next individual is shown. :class:`PoolEnv` holds that bookkeeping once:

@@ -1,4 +1,4 @@
-"""PPO-C / PPO-Cb / PPO-KL / F-PPO-L (Lear & Zhang, ICLR 2025; spec ppo_c.md §5.7)."""
+"""PPO-C / PPO-Cb / PPO-KL / F-PPO-L (Lear & Zhang, ICLR 2025; docs/methods/lear2025.md)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def _logp(x, w, actions):
 
 
 def test_c_hat_gradient_at_theta_old_is_the_policy_gradient_form():
-    """autograd of beta C^2 = 2 beta C (mean_B0 q~ dlogpi - mean_B1 q~ dlogpi), spec §3.2."""
+    """autograd of beta C^2 = 2 beta C (mean_B0 q~ dlogpi - mean_B1 q~ dlogpi) at theta_old."""
     x, w0, actions, q, groups, _, mask = _tiny_policy()
     beta = 0.65
     w = w0.clone().requires_grad_(True)
@@ -112,7 +112,8 @@ def test_lambda_hat_equals_the_numpy_core_and_empty_groups_are_guarded():
     g0, g1 = (groups == 0).numpy(), (groups == 1).numpy()
     want = qual.benefit_fairness_lambda(p.numpy()[g0], p.numpy()[g1], d.numpy()[g0], d.numpy()[g1])
     assert got == pytest.approx(want, rel=1e-12)
-    # one group only: C_hat = 0, Lambda = 0, finite gradients, flagged (spec §3.2, P20)
+    # one group only: C_hat = 0, Lambda = 0, finite gradients, flagged (the authors' code
+    # would take the mean of an empty group: NaN)
     w = torch.zeros(30, dtype=torch.float64, requires_grad=True)
     only0 = torch.zeros(30, dtype=torch.long)
     c, empty = c_hat(w, torch.zeros(30, dtype=torch.float64), p, only0, mask)
@@ -384,7 +385,7 @@ def test_learning_ppoc_gain_gap_below_ppokl_and_ppocb_lambda_below_ppoc(ray_sess
 
     PPO-C's |G0 - G1| over the last 20 training episodes is clearly below PPO-KL's (measured
     with the fast examples: 6.7 vs 12.5 over the last 10), and PPO-Cb's Lambda (beta_Lambda
-    = 10, spec §5.7) below PPO-C's.
+    = 10, a larger weight than the authors' 1) below PPO-C's.
     """
     kl = _learn(ray_session, "PPOKL", 60, [64, 64])
     c = _learn(ray_session, "PPOC", 60, [64, 64], beta_c=0.65)

@@ -51,7 +51,7 @@ def _accept_probs(module, env) -> np.ndarray:
 def test_orthogonal_initial_policy_is_uniform(name):
     module, env = _module(name, "orthogonal")
     probs = _accept_probs(module, env)
-    # the reference measured 0.498-0.502 (sellf_reference_gap.md, exp. E)
+    # the SELLF reference code's initial policy accepts with 0.498-0.502 in every state
     assert np.all(np.abs(probs - 0.5) < 0.005), probs
     linears = [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
     square = [m for m in linears if m.weight.shape == (64, 64)]

@@ -1,18 +1,18 @@
-"""PPO-C, PPO-Cb and the paper's "PPO" (PPO-KL): Lear & Zhang, ICLR 2025 (seed 001).
+"""PPO-C, PPO-Cb and the paper's "PPO" (PPO-KL): Lear & Zhang, ICLR 2025.
 
-"A Causal Lens for Learning Long-Term Fair Policies" (paper text ``shared/seeds/001_*.txt``,
-cited ``paper L<n>``; implementation spec ``shared/specs/ppo_c.md`` §3 and §5.4 with its
-errata). Per minibatch B the learner minimises (paper Eq. 2 at L182, Eq. 5 at L257)::
+"A Causal Lens for Learning Long-Term Fair Policies"; the method, our choices and the
+corrections we found: docs/methods/lear2025.md, "PPO-KL, PPO-C and PPO-Cb". Per minibatch
+B the learner minimises (Eq. 2 in Sec. 3.3, Eq. 5 in Sec. 3.5)::
 
-    loss = -L^CLIP + beta_KL KL(pi_old || pi) + c_vf L^VF           (PPO-KL, spec §3.1)
+    loss = -L^CLIP + beta_KL KL(pi_old || pi) + c_vf L^VF           (PPO-KL, Sec. 4.1)
            + beta_C * C_hat^2                                        (PPO-C, Eq. 2)
            + beta_Lambda * Lambda_hat                                (PPO-Cb, Eq. 5)
 
-with ``C_hat = mean_{t in B0}(q~_t r_t) - mean_{t in B1}(q~_t r_t)`` ([U6], paper L178),
-``q_t`` the Monte Carlo qualification gain-to-go of the *same individual* over the rest
-of the episode (no critic; spec §2.3 item 2), ``q~`` standardised over the minibatch
-with both groups pooled, ``r_t = pi/pi_old`` unclipped, and ``Lambda_hat`` the benefit-
-fairness measure of paper L253 over the minibatch's cross-group pairs (erratum E1). See
+with ``C_hat = mean_{t in B0}(q~_t r_t) - mean_{t in B1}(q~_t r_t)`` (the estimator of
+Sec. 3.3), ``q_t`` the Monte Carlo qualification gain-to-go of the *same individual* over
+the rest of the episode (no critic, as in the authors' code), ``q~`` standardised over
+the minibatch with both groups pooled, ``r_t = pi/pi_old`` unclipped, and ``Lambda_hat``
+the benefit-fairness measure of Sec. 3.5 over all of the minibatch's cross-group pairs. See
 ``README.md`` in this folder for the equation -> line map and the choices.
 
 Registered names (one set of classes): ``PPOC`` (beta_C = 0.65, beta_Lambda = 0),
@@ -58,14 +58,14 @@ class PPOCConfig(FairPPOConfig):
     Attributes:
         beta_c: weight of ``C_hat^2`` (Eq. 2). Paper: 0.65 (Setting 1), 0.75 (Settings 2, 3).
         beta_lambda: weight of ``Lambda_hat`` (Eq. 5). PPO-Cb: 1.0; PPO-C and PPO-KL: 0.
-        lambda_epsilon: epsilon of Lambda (paper L255; the reference's ``B_EPSILON`` 1e-6).
+        lambda_epsilon: epsilon of Lambda (Sec. 3.5; the reference's ``B_EPSILON`` 1e-6).
         q_normalization: ``"minibatch"`` (reference: q standardised over the minibatch,
             both groups pooled, torch's unbiased std + 1e-8) or ``"none"`` (raw q).
         lambda_weighting: ``"minibatch"`` (reference: every cross-group pair of the
             minibatch weighs ``1/(|B0||B1|)``) or ``"population"`` (pairs reweighted so
             each group's steps weigh their bin's share of the initial population,
-            ``P(x|s+) P(x'|s-)`` of paper L253).
-        kl_coeff_adaptive: False (paper, spec P1): the KL coefficient stays ``kl_coeff``
+            the paper's ``P(x|s+) P(x'|s-)``, Sec. 3.5).
+        kl_coeff_adaptive: False (the paper's fixed penalty): the KL coefficient stays ``kl_coeff``
             (1.5); True restores RLlib's adaptive update.
         advantage_standardization: ``"minibatch"`` (reference, SB3: advantages
             re-standardised per minibatch) or ``"batch"`` (RLlib's GAE piece only, over
@@ -159,7 +159,7 @@ class PPOCConfig(FairPPOConfig):
         self.decomposition_v_pi0: str = "reference"
         self.decomposition_average: str = "visited"
         self.allow_partial_episodes: bool = False
-        # The paper's method (spec §3.1, §3.5, P16), not the experiment: fixed KL
+        # The paper's method (Sec. 4.1 and the authors' code), not the experiment: fixed KL
         # penalty 1.5, vf coefficient 0.5 without value clipping, global grad-norm 0.5,
         # no entropy bonus, whole episodes.
         self.use_kl_loss = True

@@ -77,10 +77,10 @@ class TD3Config(FairnessConfigMixin, SACConfig):
     """TD3 settings on top of SAC's (fields typed, set with ``training(...)``).
 
     Package defaults next to Stable-Baselines3 (>= 2.3) TD3's and the R-TD3 reference run's
-    (spec 4.2.1): this package uses the reference run's settings.
+    (the paper's supplementary code): this package uses the reference run's settings.
 
     ==========================================  ==========  =============  =========
-    setting                                     SB3 TD3     [ref] R-TD3    here
+    setting                                     SB3 TD3     ref. R-TD3     here
     ==========================================  ==========  =============  =========
     ``actor_lr`` / ``critic_lr``                1e-3        5e-4           5e-4
     ``train_batch_size_per_learner``            256         128            128

@@ -1,7 +1,8 @@
-"""The five lending strategies of Lee et al. (FAccT 2026) as RLlib algorithms (spec 8.3).
+"""The five lending strategies of Lee et al. (FAccT 2026) as RLlib algorithms.
 
 The methods are batch decisions under a budget with a logistic model retrained on
-selective feedback, not gradient RL. DESIGN.md example 10 maps them onto RLlib:
+selective feedback, not gradient RL (docs/methods/lee2026.md). On RLlib they are an
+Algorithm with its own training step, a weight-free module and a no-op learner:
 
 * :class:`~.torch.uncertainty_torch_rl_module.UncertaintyRLModule` is weight-free for
   torch; it carries the bank's numpy state (``theta``, the Fisher matrix ``X^T W X`` of
@@ -12,7 +13,8 @@ selective feedback, not gradient RL. DESIGN.md example 10 maps them onto RLlib:
 * :class:`Uncertainty` owns the bank (:class:`rllib_fair.uncertainty.QuarterlyAgent`).
   Its ``training_step`` samples **one env step = one quarter** of
   ``fair/QuarterlyLending-v0``: on the base step (the episode's first, whose observation
-  carries the base quarter's labels, erratum E1) it fits the base model; on a decision
+  carries the base quarter's labels: an env runner decides the reset observation in the same
+  ``sample()`` call, so the model cannot come from an info) it fits the base model; on a decision
   step it replays the decision with its own copy of the strategy generator (so the
   generator advances exactly as in :func:`~rllib_fair.uncertainty.run_quarters`; a
   mismatch with the runner's decision is counted in ``uncertainty/decision_mismatch``),
@@ -75,7 +77,7 @@ LOGGED_METRICS: tuple[str, ...] = (
 
 
 class UncertaintyConfig(FairnessConfigMixin, AlgorithmConfig):
-    """Config of the lending strategies (spec 8.3; defaults: Table 2 and the core's).
+    """Config of the lending strategies (defaults: Table 2 and the core's).
 
     Attributes:
         strategy: one of :data:`~rllib_fair.uncertainty.STRATEGIES`; each registered name

@@ -53,7 +53,7 @@ class LUCBFairRLModule(TorchRLModule):
 
         The counter restarts at every ``set_state`` (once per plan), so a restored run
         draws exactly what the original drew. The reference mode reuses one draw for
-        every step of an episode (its ``torch.manual_seed(k)``, spec 4.1.3 quirk 1).
+        every step of an episode (its ``torch.manual_seed(k)``; docs/methods/yin2023.md, quirk 1).
         """
         ep = int(self._state["episode"])
         if self.reference:

@@ -49,7 +49,7 @@ def c_hat(
     *,
     normalization: str = "minibatch",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The constraint estimator C_hat of paper L178 for one minibatch.
+    """The constraint estimator C_hat of Sec. 3.3 (Lear & Zhang 2025) for one minibatch.
 
     ``C_hat = mean_{t in B0}(q~_t r_t) - mean_{t in B1}(q~_t r_t)`` with
     ``r_t = exp(logp_t - logp_old_t)`` (unclipped, carries the gradient) and
@@ -75,7 +75,7 @@ def c_hat(
         q = centred / (var.sqrt() + 1e-8)
     qr = q * r
     empty = (n0 == 0) | (n1 == 0)
-    c = (qr * w0).sum() - (qr * w1).sum()  # paper L178
+    c = (qr * w0).sum() - (qr * w1).sum()  # the estimator of Sec. 3.3
     return torch.where(empty, (r * 0.0).sum(), c), empty
 
 
@@ -88,7 +88,7 @@ def lambda_hat(
     eps: float = 1e-6,
     weights: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The benefit-fairness measure Lambda of paper L253 on a minibatch.
+    """The benefit-fairness measure Lambda of Sec. 3.5 (Lear & Zhang 2025) on a minibatch.
 
     ``Lambda_hat = sum_{t in B0} sum_{u in B1} w_t w_u eps |p_t - p_u| / (eps + |Delta_t -
     Delta_u|)`` with ``p = pi(d1 | o)`` (carries the gradient) and ``Delta`` data. With
@@ -112,7 +112,7 @@ def lambda_hat(
     d = benefit.detach().to(p.dtype)
     num = torch.abs(p[:, None] - p[None, :])
     k = eps / (eps + torch.abs(d[:, None] - d[None, :]))  # data: no gradient
-    return (num * (k * w0[:, None] * w1[None, :])).sum()  # paper L253 / Eq. 5's Lambda
+    return (num * (k * w0[:, None] * w1[None, :])).sum()  # Eq. 5's Lambda
 
 
 def _standardize_masked(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -30,7 +30,9 @@ from __future__ import annotations
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.rllib.targets import STEP_DISPARITY, Metric, OwnMetrics
 from rllib_fair.settings import Rule, Setting, choice, integer, number
@@ -180,37 +182,52 @@ class SELLFConfig(FairPPOConfig):
         self.fairness_disparity_source = "imputed"
         self.fairness_disparity_window = 4000
 
-    def training(self, **kw):
+    @override(FairPPOConfig)
+    def training(
+        self,
+        *,
+        beta_1=NotProvided,
+        beta_2=NotProvided,
+        omega=NotProvided,
+        advantage_normalization=NotProvided,
+        renyi_form=NotProvided,
+        predictor_hiddens=NotProvided,
+        predictor_lr=NotProvided,
+        predictor_lr_decay=NotProvided,
+        predictor_steps=NotProvided,
+        predictor_batch_size=NotProvided,
+        memory_size=NotProvided,
+        policy_store_size=NotProvided,
+        policy_samples=NotProvided,
+        **kwargs,
+    ):
         """PPO's ``training()`` plus SELLF's settings (see the class attributes)."""
-        own = {
-            "beta_1",
-            "beta_2",
-            "omega",
-            "advantage_normalization",
-            "renyi_form",
-            "predictor_hiddens",
-            "predictor_lr",
-            "predictor_lr_decay",
-            "predictor_steps",
-            "predictor_batch_size",
-            "memory_size",
-            "policy_store_size",
-            "policy_samples",
-        }
-        for key in list(kw):
-            if key in own:
-                value = kw.pop(key)
-                if value is not NotProvided:
-                    setattr(self, key, value)
-        super().training(**kw)
-        return self
+        super().training(**kwargs)
+        return set_provided(
+            self,
+            beta_1=beta_1,
+            beta_2=beta_2,
+            omega=omega,
+            advantage_normalization=advantage_normalization,
+            renyi_form=renyi_form,
+            predictor_hiddens=predictor_hiddens,
+            predictor_lr=predictor_lr,
+            predictor_lr_decay=predictor_lr_decay,
+            predictor_steps=predictor_steps,
+            predictor_batch_size=predictor_batch_size,
+            memory_size=memory_size,
+            policy_store_size=policy_store_size,
+            policy_samples=policy_samples,
+        )
 
     @property
+    @override(FairPPOConfig)
     def _model_config_auto_includes(self):
         return super()._model_config_auto_includes | {
             "predictor_hiddens": list(self.predictor_hiddens)
         }
 
+    @override(FairPPOConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """PPO's module spec with the SELLF module class."""
         from rllib_fair.algorithms.sellf.torch.sellf_torch_rl_module import SELLFTorchRLModule
@@ -219,6 +236,7 @@ class SELLFConfig(FairPPOConfig):
         spec.module_class = SELLFTorchRLModule
         return spec
 
+    @override(FairPPOConfig)
     def get_default_learner_class(self):
         """Returns :class:`SELLFTorchLearner`."""
         from rllib_fair.algorithms.sellf.torch.sellf_torch_learner import SELLFTorchLearner
@@ -230,6 +248,7 @@ class SELLF(PPO):
     """RLlib PPO with SELLF's predictor, imputed disparity and Renyi loss."""
 
     @classmethod
+    @override(PPO)
     def get_default_config(cls) -> SELLFConfig:
         """Returns a fresh :class:`SELLFConfig`."""
         return SELLFConfig()

@@ -1,55 +1,34 @@
-"""SELLF learner: regularised advantages, Renyi loss, IPW-trained predictor, policy store."""
+"""SELLF torch learner: regularised advantages, Renyi loss, IPW-trained predictor, policy store."""
 
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import numpy as np
 import torch
-from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.models.base import ENCODER_OUT
 from ray.rllib.evaluation.postprocessing import Postprocessing
+from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.advantages import minmax
 from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
-from rllib_fair.rllib import keys
-from rllib_fair.rllib.distributed import all_gather_rows, all_reduce_sum, broadcast_parameters
-
-PI_ALL = "sellf_pi_all"  # acceptance probability under all (sampled) policies, [B]
-RENYI_SCALE = "sellf_renyi_scale"  # c^i a^i / (r^i)^2 of the row's group, [B]
-PENALTY_DISPARITY = "sellf_disparity"  # |Delta-tilde| the advantage penalty uses, [B]
-RENYI_GROUPS = "sellf_renyi_groups"  # 1.0 where the row is in the loss and in group g, [B, 2]
-ACCEPT = 1  # action index of "accept" in the selective-label environments
-
-
-def accept_probability(module, snapshot, obs: torch.Tensor) -> torch.Tensor:
-    """P(accept | x) under the module's current policy or a stored actor snapshot."""
-    batch = {Columns.OBS: obs}
-    if snapshot is None:
-        logits = module.pi(module.encoder(batch)[ENCODER_OUT]["actor"])
-    else:
-        encoder, pi = snapshot
-        logits = pi(encoder(batch)[ENCODER_OUT])
-    return torch.softmax(logits, dim=-1)[..., ACCEPT]
-
-
-def acceptance_under_all(probs: list[torch.Tensor]) -> torch.Tensor:
-    """1 - prod_k (1 - pi_k(accept | x)): accepted by at least one policy (Eq. 3)."""
-    none = torch.ones_like(probs[0])
-    for p in probs:
-        none = none * (1.0 - p)
-    return (1.0 - none).clamp_min(1e-6)
+from rllib_fair.algorithms.sellf.connectors import (
+    ACCEPT,
+    PENALTY_DISPARITY,
+    PI_ALL,
+    RENYI_GROUPS,
+    RENYI_SCALE,
+    SELLFBatchStats,
+    accept_probability,
+    acceptance_under_all,
+    disparity_penalty,
+)
+from rllib_fair.rllib.distributed import broadcast_parameters
 
 
 def ipw_weights(pi_now: torch.Tensor, pi_all: torch.Tensor) -> torch.Tensor:
     """w(x, i) up to the per-group constant a^i / r^i (Eq. 3): (1 - pi_K) / pi_all."""
     return (1.0 - pi_now) / pi_all
-
-
-def disparity_penalty(disparity: torch.Tensor, omega: float) -> torch.Tensor:
-    """max(|Delta-tilde| - omega / 2, 0) of Sec. 4 (``disparity`` is already |Delta-tilde|)."""
-    return torch.clamp(disparity - omega / 2.0, min=0.0)
 
 
 def group_columns(groups: torch.Tensor) -> torch.Tensor:
@@ -70,129 +49,10 @@ def self_normalized_bce(logits, labels, weights, groups=None, *, columns=None) -
     return ((weights * losses) @ columns / (weights @ columns).clamp_min(1e-12)).sum()
 
 
-class SELLFBatchStats(ConnectorV2):
-    """Adds SELLF's per-row columns to the train batch and feeds the sample memory.
-
-    After GAE, on the whole train batch: the acceptance probability under the current
-    policy and the sampled stored policies (``sellf_pi_all``), the per-group Renyi
-    scale ``c^i a^i / (r^i)^2`` (``sellf_renyi_scale``), the rows of each group that
-    enter the loss (``sellf_renyi_groups``, for the per-group means of Eq. 6), the
-    disparity the advantage penalty uses (``sellf_disparity``: Delta-tilde after the
-    decision, or one step later for qualification parity), and appends the accepted
-    rows (observed labels only) to the learner's memory.
-
-    With ``advantage_normalization: paper`` it also regularises the advantages here,
-    A - beta_1 max(|Delta-tilde| - omega / 2, 0) (Sec. 4): a per-row expression of
-    columns that do not change during the update, so computing it once for the train
-    batch gives every minibatch the values it would compute itself, bit for bit.
-    (The reference's ``minmax`` form normalises per minibatch and stays in the loss.)
-    """
-
-    def __init__(self, input_observation_space=None, input_action_space=None, *, learner, **kw):
-        super().__init__(input_observation_space, input_action_space, **kw)
-        self.learner = learner
-
-    def __call__(self, *, rl_module: Any, batch: dict, episodes: list, **kwargs):
-        """Computes the columns for every module batch (no gradients)."""
-        lrn = self.learner
-        cfg = lrn.config
-        notion = cfg.resolved_fairness_notion()
-        for module_id, mb in batch.items():
-            # DDP (num_learners >= 2) wraps the module: its methods live on the original.
-            module = rl_module[module_id].unwrapped()
-            obs = mb[Columns.OBS].float()
-            valid = mb[keys.COL_VALID].bool()
-            group = mb[keys.COL_GROUP]
-            decision = mb[keys.COL_DECISION]
-            label = mb[keys.COL_LABEL]
-            with torch.no_grad():
-                pi_now = accept_probability(module, None, obs)
-                probs = [pi_now] + [
-                    accept_probability(module, s, obs) for s in lrn.sample_policies()
-                ]
-                pi_all = acceptance_under_all(probs)
-                phi = torch.sigmoid(module.predict_logits(obs))
-            scale = torch.zeros_like(pi_now)
-            # Per-group sums over the whole train batch (every learner's shard): rows,
-            # sum of pi_all, of 1 - pi_now and of Y-tilde.
-            sums = []
-            for g in (0, 1):
-                m = valid & (group == g)
-                acc = decision[m] == 1
-                y_tilde = torch.where(acc, label[m].clamp_min(0).float(), phi[m])
-                sums += [
-                    float(m.sum()),
-                    float(pi_all[m].sum()),
-                    float((1.0 - pi_now[m]).sum()),
-                    float(y_tilde.sum()),
-                ]
-            sums = all_reduce_sum(np.array(sums), obs.device).reshape(2, 4)
-            per_group = {}
-            for g in (0, 1):
-                n_g, pi_all_sum, reject_sum, y_sum = sums[g]
-                if n_g == 0:
-                    continue
-                m = valid & (group == g)
-                a_g = pi_all_sum / n_g  # a[1:K]^i: accepted by some policy so far
-                r_g = max(reject_sum / n_g, 1e-6)  # r^i: rejection rate
-                phi_tilde = 1.0
-                if notion == "equal_opportunity":
-                    phi_tilde = max(y_sum / n_g, 1e-6)
-                per_group[g] = (m, a_g, r_g, phi_tilde)
-            if cfg.renyi_form == "paper":
-                for m, a_g, r_g, phi_tilde in per_group.values():
-                    c_g = r_g / phi_tilde  # Eq. 6: c^i = r^i (r^i / phi-tilde^i for EO)
-                    # E_{D_A}[w^2] = (a / r^2) E_pop[(1 - pi)^2 / pi_all] with w of Eq. 3
-                    scale[m] = c_g * a_g / r_g**2
-            else:  # reference: (c0 E0 + c1 E1) / (c0 + c1) with c = a / r (/ phi-tilde)
-                cs = {
-                    g: a_g / (r_g * phi_tilde) for g, (_, a_g, r_g, phi_tilde) in per_group.items()
-                }
-                norm = sum(cs.values())
-                for g, (m, *_rest) in per_group.items():
-                    scale[m] = cs[g] / norm
-            disparity = mb[keys.COL_DISPARITY].abs()
-            if notion == "qualification_parity":
-                # Sec. 4: |Delta-tilde_{t+1}|; the last row of a chunk keeps its own.
-                nxt = torch.roll(disparity, -1)
-                same = torch.roll(valid, -1) & valid
-                disparity = torch.where(same, nxt, disparity)
-            mb[PI_ALL] = pi_all
-            mb[RENYI_SCALE] = scale
-            mb[PENALTY_DISPARITY] = disparity
-            loss_mask = mb.get(Columns.LOSS_MASK)
-            in_loss = torch.ones_like(valid) if loss_mask is None else loss_mask.bool()
-            mb[RENYI_GROUPS] = torch.stack([in_loss & (group == g) for g in (0, 1)], dim=-1).to(
-                pi_now.dtype
-            )
-            if cfg.advantage_normalization == "paper":
-                # Sec. 4: A - beta_1 max(|Delta-tilde| - omega/2, 0), on RLlib's
-                # standardised advantages (see the class docstring)
-                penalty = disparity_penalty(disparity, cfg.omega)
-                mb[Postprocessing.ADVANTAGES] = mb[Postprocessing.ADVANTAGES] - cfg.beta_1 * penalty
-            accepted = (valid & (decision == 1) & (label >= 0)).cpu().numpy()
-            # Every learner stores the accepted rows of every shard (same order), so the
-            # predictor copies train on the same memory and stay equal.
-            rows = all_gather_rows(
-                {
-                    "obs": obs.cpu().numpy()[accepted],
-                    "group": group.cpu().numpy()[accepted],
-                    "label": label.cpu().numpy()[accepted],
-                },
-                obs.device,
-            )
-            lrn.remember(rows["obs"], rows["group"], rows["label"])
-        return batch
-
-
-def _minmax(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    v = x[mask]
-    return (x - v.min()) / (v.max() - v.min() + 1e-8)
-
-
 class SELLFTorchLearner(FairPPOTorchLearner):
     """PPO torch learner with SELLF's losses and predictor training (Alg. 1)."""
 
+    @override(FairPPOTorchLearner)
     def build(self) -> None:
         """Builds PPO's learner, SELLF's memory and policy store, and the batch-stats piece."""
         super().build()
@@ -207,6 +67,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
             broadcast_parameters(self.module[module_id].unwrapped().predictor)
 
     # ------------------------------------------------------------------ optimizers
+    @override(FairPPOTorchLearner)
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         """Policy/value optimizer without phi, and phi's own Adam (lr ``predictor_lr``)."""
         module = self._module[module_id]
@@ -256,10 +117,11 @@ class SELLFTorchLearner(FairPPOTorchLearner):
         return encoder, copy.deepcopy(module.pi).requires_grad_(False)
 
     # ------------------------------------------------------------------ losses
+    @override(FairPPOTorchLearner)
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         """PPO's loss on the regularised advantages plus beta_2 L^Renyi (Eq. 6).
 
-        ``paper`` advantages arrive regularised from :class:`SELLFBatchStats`; the
+        ``paper`` advantages arrive regularised from :class:`~rllib_fair.algorithms.sellf.connectors.SELLFBatchStats`; the
         ``minmax`` form is computed here, per minibatch. The per-group means of Eq. 6
         are sums against the ``sellf_renyi_groups`` columns divided by the group's row
         count (a group without rows adds nothing), so no minibatch waits on a host sync.
@@ -270,7 +132,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
         if config.advantage_normalization == "minmax":  # the reference code
             adv = batch[Postprocessing.ADVANTAGES]
             penalty = disparity_penalty(batch[PENALTY_DISPARITY], config.omega)
-            combined = _minmax(adv, mask) + config.beta_1 * _minmax(-penalty, mask)
+            combined = minmax(adv, mask) + config.beta_1 * minmax(-penalty, mask)
             v = combined[mask]
             batch = dict(batch)
             batch[Postprocessing.ADVANTAGES] = (combined - v.mean()) / (v.std() + 1e-8)
@@ -293,6 +155,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
         return total + config.beta_2 * renyi
 
     # ------------------------------------------------------------------ after update
+    @override(FairPPOTorchLearner)
     def after_gradient_based_update(self, *, timesteps) -> None:
         """Trains phi on the memory (Eq. 7), then stores a snapshot of the policy."""
         super().after_gradient_based_update(timesteps=timesteps)
@@ -343,6 +206,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
         self.metrics.log_value((module_id, "max_ipw_weight"), float(weights.max()), window=1)
 
     # ------------------------------------------------------------------ state
+    @override(FairPPOTorchLearner)
     def get_state(self, components=None, *, not_components=None, **kwargs):
         """Learner state plus SELLF's memory, policy store and iteration counter.
 
@@ -367,6 +231,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
         }
         return state
 
+    @override(FairPPOTorchLearner)
     def set_state(self, state) -> None:
         """Restores the learner and SELLF's memory, policy store and counters."""
         super().set_state(state)

@@ -7,6 +7,7 @@ import contextlib
 import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
+from ray.rllib.utils.annotations import override
 from torch import nn
 
 from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule, run_plan, sequential_steps
@@ -56,6 +57,7 @@ class SELLFTorchRLModule(FairPPOTorchRLModule):
             x = obs.reshape(obs.shape[0], -1).float()
         return (self.predictor(x) if plan is False else run_plan(plan, x)).squeeze(-1)
 
+    @override(FairPPOTorchRLModule)
     def _forward(self, batch, **kwargs):
         out = super()._forward(batch, **kwargs)
         # the env runners' forward runs without autograd already: no second no_grad

@@ -41,6 +41,7 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
     ALL_MODULES,
     ENV_RUNNER_RESULTS,
@@ -55,6 +56,7 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.rllib.config import FairnessConfigMixin, _env_meta
 from rllib_fair.settings import LEARNER_REPORTED_KEYS, Rule, bool_setting, choice, integer, number
 
@@ -195,6 +197,7 @@ class TD3Config(FairnessConfigMixin, SACConfig):
         # wall clock, so a seeded run was not reproducible; iterations end on steps only.
         self.min_time_s_per_iteration = 0
 
+    @override(SACConfig)
     def training(
         self,
         *,
@@ -214,19 +217,17 @@ class TD3Config(FairnessConfigMixin, SACConfig):
             This updated config.
         """
         super().training(**kwargs)
-        for key, value in (
-            ("policy_delay", policy_delay),
-            ("target_noise", target_noise),
-            ("target_noise_clip", target_noise_clip),
-            ("exploration_noise", exploration_noise),
-            ("random_warmup_steps", random_warmup_steps),
-            ("replay_path", replay_path),
-            ("updates_per_env_step", updates_per_env_step),
-            ("checkpoint_replay_buffer", checkpoint_replay_buffer),
-        ):
-            if value is not NotProvided:
-                setattr(self, key, value)
-        return self
+        return set_provided(
+            self,
+            policy_delay=policy_delay,
+            target_noise=target_noise,
+            target_noise_clip=target_noise_clip,
+            exploration_noise=exploration_noise,
+            random_warmup_steps=random_warmup_steps,
+            replay_path=replay_path,
+            updates_per_env_step=updates_per_env_step,
+            checkpoint_replay_buffer=checkpoint_replay_buffer,
+        )
 
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:

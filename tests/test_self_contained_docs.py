@@ -27,7 +27,7 @@ BINARY = (".png", ".jpg", ".npz", ".npy", ".pkl", ".pt", ".gz", ".zip", ".parque
 PATTERNS: dict[str, re.Pattern[str]] = {
     "section sign (cite a paper as 'Sec. 4.1')": re.compile("\u00a7"),
     "section of a reconstruction document": re.compile(
-        r"\bspecs?\b\s*(\d|sec\b|sec\.|section|item|test|design note|erratum|errata|ppo_c"
+        r"\bspecs?\b\s*(\d|sec\b|sec\.|section|item|test|design note|erratum|errata|exp\.|ppo_c"
         r"|lucbfair|uncertainty\.md|sellf_)",
         re.I,
     ),
@@ -105,6 +105,7 @@ def citations(text: str) -> list[tuple[int, str, str]]:
         "(spec §2.3 item 2)",
         "spec 4.1.2 with erratum E12",
         "Spec 5 pass criteria",
+        "no per-action signal (spec exp. D)",
         "the spec design note",
         "erratum E5",
         "``shared/specs/ppo_c.md``",

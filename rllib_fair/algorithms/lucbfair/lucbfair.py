@@ -109,7 +109,7 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
             actions) when the env is deterministic (``population_size=None``); see
             :mod:`rllib_fair.algorithms.lucbfair.regret`.
         regret_dp_grid: state-grid points per axis of that DP (51: ~0.3 s per pass at
-            H = 100; the spec's 101 costs ~1.7 s).
+            H = 100; a 101-point grid costs ~1.7 s).
         regret_dp_nus: multiplier ladder of the DP; None = ``0, 2^-6 .. 2^7``.
     """
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO, PPOConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.ppo.module import WEIGHT_INITS, FairPPOTorchRLModule
 from rllib_fair.rllib.config import FairnessConfigMixin
 from rllib_fair.rllib.lean_learner import OPTIMIZER_IMPLS
@@ -78,6 +80,7 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
         self.lean_learner: bool = True
         self.optimizer_impl: str = "foreach"
 
+    @override(PPOConfig)
     def training(
         self,
         *,
@@ -88,13 +91,12 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
     ):
         """PPO's ``training()`` plus the settings in the class attributes."""
         super().training(**kwargs)
-        if weight_init is not NotProvided:
-            self.weight_init = weight_init
-        if lean_learner is not NotProvided:
-            self.lean_learner = lean_learner
-        if optimizer_impl is not NotProvided:
-            self.optimizer_impl = optimizer_impl
-        return self
+        return set_provided(
+            self,
+            weight_init=weight_init,
+            lean_learner=lean_learner,
+            optimizer_impl=optimizer_impl,
+        )
 
     def get_default_learner_class(self):
         """:class:`~rllib_fair.algorithms.ppo.learner.FairPPOTorchLearner` (torch)."""

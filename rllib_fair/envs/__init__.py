@@ -9,19 +9,22 @@ inside its functions. Nothing else in this package imports ray or torch.
 
 Every environment reports, at every step, per-group counts in ``info["fairness"]`` (see
 :mod:`rllib_fair.fairness.counts`) plus ``info["group"]``, ``info["label"]``,
-``info["decision"]`` and ``info["label_observed"]`` for the individual decided on.
+``info["decision"]`` and ``info["label_observed"]`` for the individual decided on, and
+declares on its class which metric blocks it reports and how its unobserved labels are
+hidden (:func:`metric_declarations`, :mod:`rllib_fair.fairness.blocks`).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium
 
 from rllib_fair.envs.base import CLASSIFICATION_NOTIONS, FairEnvMixin
 from rllib_fair.envs.lending import LendingEnv
 from rllib_fair.envs.lending_fico import LendingFICOEnv
+from rllib_fair.fairness.blocks import LabelHiding, MetricBlock
 
 #: Registered id -> string entry point (``module:Class``).
 ENTRY_POINTS: dict[str, str] = {
@@ -57,9 +60,12 @@ __all__ = [
     "FairEnvMixin",
     "LendingEnv",
     "LendingFICOEnv",
+    "MetricDeclarations",
     "VECTOR_ENTRY_POINTS",
     "env_class",
+    "env_class_of",
     "env_info",
+    "metric_declarations",
     "register_envs",
 ]
 
@@ -105,6 +111,54 @@ def env_info(env_id: str) -> dict[str, Any]:
         "default_notion": cls.DEFAULT_NOTION,
         "description": description,
     }
+
+
+def env_class_of(env: Any) -> type | None:
+    """The environment class behind an RLlib ``config.env``, or None; constructs nothing.
+
+    Accepted: a registered rllib-fair id (``package:id`` too), an environment class, and
+    any other gymnasium id whose entry point is a class (or a ``module:Class`` string).
+    The metrics callback reads the class's declarations (``GROUP_NAMES``,
+    ``METRIC_BLOCKS``, ``LABEL_HIDING``) from it.
+    """
+    if isinstance(env, type):
+        return env
+    if not isinstance(env, str):
+        return None
+    env_id = env.split(":", 1)[1] if ":" in env else env
+    if env_id in ENV_IDS:
+        return env_class(env_id)
+    spec = gymnasium.registry.get(env)
+    if spec is None or spec.entry_point is None:
+        return None
+    from gymnasium.envs.registration import load_env_creator
+
+    entry = spec.entry_point
+    found = load_env_creator(entry) if isinstance(entry, str) else entry
+    return found if isinstance(found, type) else None
+
+
+class MetricDeclarations(NamedTuple):
+    """What an environment class declares for the fairness metrics."""
+
+    group_names: tuple[str, ...]
+    blocks: tuple[MetricBlock, ...]
+    label_hiding: LabelHiding
+
+
+def metric_declarations(env: Any) -> MetricDeclarations:
+    """The ``GROUP_NAMES``, ``METRIC_BLOCKS`` and ``LABEL_HIDING`` of ``env``'s class.
+
+    ``env`` as in :func:`env_class_of`. A class that declares no blocks or label hiding
+    (or an env that cannot be resolved) gets :class:`FairEnvMixin`'s: the notions'
+    metrics and one decision per step; its group names are then unknown (empty).
+    """
+    cls = env_class_of(env)
+    return MetricDeclarations(
+        tuple(getattr(cls, "GROUP_NAMES", ())),
+        tuple(getattr(cls, "METRIC_BLOCKS", FairEnvMixin.METRIC_BLOCKS)),
+        getattr(cls, "LABEL_HIDING", FairEnvMixin.LABEL_HIDING),
+    )
 
 
 def env_meta(env: Any) -> dict[str, Any] | None:

@@ -24,6 +24,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rllib_fair.fairness.blocks import LabelHiding, MetricBlock, NotionMetrics
+
 #: Fairness notions (short names of :mod:`rllib_fair.fairness.notions`) that a
 #: classification-style environment (one individual decided per step, true labels known
 #: to the simulator) can report.
@@ -58,6 +60,12 @@ class FairEnvMixin:
     * ``SUPPORTED_NOTIONS``: fairness notions the environment's counts support.
     * ``DEFAULT_NOTION``: the notion the reference papers used on this environment.
     * ``DESCRIPTION``: a one-line description for CLI listings.
+    * ``METRIC_BLOCKS``: the blocks of metrics the environment reports
+      (:mod:`rllib_fair.fairness.blocks`); by default the notions' supply, demand,
+      long-term rates and gaps from the counts in ``info["fairness"]``.
+    * ``LABEL_HIDING``: how its step infos lose the labels the decision-maker did not
+      observe, unless the config's label access is ``"oracle"``; by default one decision
+      per step (``info["label_observed"]``).
 
     Uniform draws: :meth:`_uniform_row` returns a list of ``_UNIFORM_WIDTH`` floats in
     ``[0, 1)``, taken from a block of ``_UNIFORM_BLOCK`` rows drawn at once from
@@ -70,6 +78,8 @@ class FairEnvMixin:
     SUPPORTED_NOTIONS: ClassVar[tuple[str, ...]] = CLASSIFICATION_NOTIONS
     DEFAULT_NOTION: ClassVar[str] = "equal_opportunity"
     DESCRIPTION: ClassVar[str] = ""
+    METRIC_BLOCKS: ClassVar[tuple[MetricBlock, ...]] = (NotionMetrics(),)
+    LABEL_HIDING: ClassVar[LabelHiding] = LabelHiding()
 
     _UNIFORM_BLOCK: ClassVar[int] = 1024
     _UNIFORM_WIDTH: ClassVar[int] = 1

@@ -34,6 +34,7 @@ from rllib_fair.envs.declared import (
     probability_table,
     same_bins,
 )
+from rllib_fair.fairness.blocks import MetricBlock, NotionMetrics, SelectiveLabelMetrics
 from rllib_fair.fairness.counts import (
     NUM_FIELDS,
     POPULATION,
@@ -144,6 +145,8 @@ class LendingEnv(FairEnvMixin, gym.Env):
         "ml-fairness-gym delayed-impact lending (7 credit bins, 2 groups), "
         "loans shift the group's credit distribution; POCAR/ELBERT setting"
     )
+    #: One decision per step with selective labels: the notions and the selective block.
+    METRIC_BLOCKS: ClassVar[tuple[MetricBlock, ...]] = (NotionMetrics(), SelectiveLabelMetrics())
 
     _UNIFORM_WIDTH: ClassVar[int] = 3  # group, bin, repay
 

@@ -13,6 +13,7 @@ decided on, as the qualification-gain estimators need.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,6 +38,8 @@ from rllib_fair.envs.declared import (
 )
 from rllib_fair.envs.pool import PoolEnv
 from rllib_fair.fairness import qualification as qual
+from rllib_fair.fairness.blocks import MetricBlock, NotionMetrics, SelectiveLabelMetrics
+from rllib_fair.fairness.qualification_metrics import QualificationGainMetrics
 from rllib_fair.settings import Rule, bool_setting, integer, probabilities, show
 
 #: Number of credit-score bins (the reference's ``len(DELAYED_IMPACT_SUCCESS_PROBS)``).
@@ -143,6 +146,18 @@ def _whole_problem(v) -> str | None:
         f"individuals_per_group: {n!r} is invalid for these cluster_probs; valid: a count "
         "whose product with every bin probability is a whole number of individuals"
     )
+
+
+def exact_pi0_values(env_config: Mapping[str, Any], visited: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The exact V_pi0 table of the env ``env_config`` builds and each group's size.
+
+    What the qualification-gain metrics use for their ``exact`` decomposition variant:
+    ``(LendingDriftEnv.pi0_value_table(visited=visited) [2, n_bins], [n, n])`` with
+    ``n = individuals_per_group``.
+    """
+    env = LendingDriftEnv(**dict(env_config))
+    n = env.individuals_per_group
+    return env.pi0_value_table(visited=visited), np.array([n, n], dtype=np.float64)
 
 
 class LendingDriftEnv(PoolEnv):
@@ -263,6 +278,13 @@ class LendingDriftEnv(PoolEnv):
     #: Step infos carry the individual, bins and qualification gains
     #: (:data:`QUALIFICATION_INFO_KEYS`), which PPO-C / F-PPO-L and the metrics need.
     QUALIFICATION_INFO: ClassVar[bool] = True
+    #: The qualification-gain block (with this env's exact V_pi0 table), the notions and
+    #: the selective-label block (one decision per step).
+    METRIC_BLOCKS: ClassVar[tuple[MetricBlock, ...]] = (
+        QualificationGainMetrics(exact_pi0=exact_pi0_values),
+        NotionMetrics(),
+        SelectiveLabelMetrics(),
+    )
     DEFAULT_NOTION: ClassVar[str] = "equal_opportunity"
     DESCRIPTION: ClassVar[str] = (
         "Lear & Zhang 2025 lending with credit drift: 2 x 100 individuals, 14 credit bins, "

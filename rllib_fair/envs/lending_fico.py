@@ -33,6 +33,7 @@ from rllib_fair.envs.declared import (
     same_bins,
 )
 from rllib_fair.envs.pool import PoolEnv
+from rllib_fair.fairness.blocks import MetricBlock, NotionMetrics, SelectiveLabelMetrics
 from rllib_fair.settings import Rule, Setting, bool_setting, integer, number, probabilities, show
 
 FICO_TABLE_PATH = Path(__file__).resolve().parent / "data" / "fico_bins.json"
@@ -148,6 +149,8 @@ class LendingFICOEnv(PoolEnv):
         "SELLF FICO lending: pool of 4000 applicants, 10 TransRisk score bins (Black/white), "
         "accepted loans move the score one bin by repayment; cost 0.8"
     )
+    #: One decision per step with selective labels: the notions and the selective block.
+    METRIC_BLOCKS: ClassVar[tuple[MetricBlock, ...]] = (NotionMetrics(), SelectiveLabelMetrics())
 
     _UNIFORM_WIDTH: ClassVar[int] = 2  # pool index, repay
 

@@ -39,8 +39,8 @@ a batch, not one individual) plus the batch keys ``granted``, ``y_obs``, ``y_rea
 ``profit`` and
 ``metrics`` (the core's :func:`~rllib_fair.uncertainty.quarter_metrics` of the quarter,
 oracle side). Under ``fairness_label_access="observed"`` the env runners drop ``y_real``
-and ``metrics`` and set the ``QUALIFIED`` counts to ``SELECTED_QUALIFIED`` (what the bank can know,
-:func:`rllib_fair.rllib.callbacks.hide_unobserved_labels`).
+and ``metrics`` and set the ``QUALIFIED`` counts to ``SELECTED_QUALIFIED`` (what the bank can know:
+the env's declared :class:`QuarterlyLabelHiding`).
 
 Seeding: ``reset(seed=s)`` generates the data with seed ``s`` and partitions it with
 :func:`rllib_fair.uncertainty.make_streams` ``(s)["partition"]``, exactly as
@@ -59,7 +59,14 @@ import numpy as np
 from gymnasium import spaces
 
 from rllib_fair.envs.base import FairEnvMixin, _fmt, as_count, as_flag
-from rllib_fair.fairness.counts import NUM_FIELDS, counts_from_decisions
+from rllib_fair.fairness.blocks import LabelHiding
+from rllib_fair.fairness.counts import (
+    NUM_FIELDS,
+    QUALIFIED,
+    QUALIFIED_MASS,
+    SELECTED_QUALIFIED,
+    counts_from_decisions,
+)
 from rllib_fair.settings import Rule, Setting, bool_setting, choice, integer, number
 from rllib_fair.uncertainty.bias_on_demand import BiasOnDemandConfig, generate
 from rllib_fair.uncertainty.logistic import DesignTransform
@@ -90,6 +97,29 @@ BIAS_SETTINGS: tuple[Setting, ...] = (
     bool_setting("l_m_y_non_linear", "non-linear measurement bias on the label"),
     number("p_a", "P(A = 1)", 0, 1, low_open=True, high_open=True),
 )
+
+
+class QuarterlyLabelHiding(LabelHiding):
+    """Label hiding for a quarter's batch of decisions (this env's ``LABEL_HIDING``).
+
+    An info with an array ``y_real`` (every applicant's true label) loses it and its
+    oracle ``metrics``; its ``QUALIFIED`` counts become ``SELECTED_QUALIFIED`` (the
+    observed positives) and its ``QUALIFIED_MASS`` row is zeroed; every rejected applicant
+    counts as a removed label. Other infos follow the one-decision rule of the base class.
+    """
+
+    def hide_info(self, info: dict) -> int:
+        """Hides one info's unobserved labels; returns how many were removed."""
+        if "y_real" not in info:
+            return super().hide_info(info)
+        counts = info.get("fairness")
+        if counts is not None:
+            counts[QUALIFIED_MASS] = 0.0
+            counts[QUALIFIED] = counts[SELECTED_QUALIFIED]
+        y_real = np.asarray(info.pop("y_real"))
+        info.pop("metrics", None)
+        granted = np.asarray(info.get("granted", np.zeros(0)))
+        return int(y_real.size - np.count_nonzero(granted))
 
 
 class QuarterlyLendingEnv(FairEnvMixin, gym.Env):
@@ -124,6 +154,7 @@ class QuarterlyLendingEnv(FairEnvMixin, gym.Env):
         "Quarterly batch lending with selective labels on BiasOnDemand data "
         "(Lee et al. 2026); one step = one quarter"
     )
+    LABEL_HIDING: ClassVar[LabelHiding] = QuarterlyLabelHiding()
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
 
     DECLARED_SETTINGS: ClassVar[tuple] = (

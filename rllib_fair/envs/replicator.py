@@ -34,6 +34,8 @@ from rllib_fair.envs.base import (
     check_magnitude,
 )
 from rllib_fair.envs.declared import amount, max_steps
+from rllib_fair.envs.replicator_metrics import ReplicatorMetrics
+from rllib_fair.fairness.blocks import MetricBlock, NotionMetrics
 from rllib_fair.fairness.replicator import (
     DISPARITIES,
     LOSS_WEIGHTS,
@@ -367,6 +369,8 @@ class ReplicatorEnv(FairEnvMixin, gym.Env):
         ),
     )
     REPORTED_KEYS: ClassVar[tuple[str, ...]] = ("env_runners/replicator/*",)
+    #: The notions and the population block behind ``env_runners/replicator/*``.
+    METRIC_BLOCKS: ClassVar[tuple[MetricBlock, ...]] = (ReplicatorMetrics(), NotionMetrics())
 
     def __init__(
         self,

@@ -62,6 +62,7 @@ from rllib_fair.envs.school_standin import (
     standin_to_dict,
     write_standin_json,
 )
+from rllib_fair.fairness.blocks import MetricBlock, NotionMetrics, SelectiveLabelMetrics
 from rllib_fair.settings import Rule, Setting, bool_setting, integer, number, probabilities
 
 __all__ = [
@@ -225,6 +226,8 @@ class SchoolAdmissionEnv(PoolEnv):
         "SELLF school admission (ENEM stand-in): pool of 4000 applicants, 38 categorical "
         "features (126 one-hot), logistic pass model, acceptance gain +0.5, ageing; cost 0.5"
     )
+    #: One decision per step with selective labels: the notions and the selective block.
+    METRIC_BLOCKS: ClassVar[tuple[MetricBlock, ...]] = (NotionMetrics(), SelectiveLabelMetrics())
 
     _UNIFORM_WIDTH: ClassVar[int] = 2  # pool index, label
 

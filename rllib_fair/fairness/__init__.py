@@ -18,7 +18,12 @@
   by backward DP (``lagrangian_dp_values``, ``constrained_optimum``).
 * :mod:`~rllib_fair.fairness.qualification`: qualification gain, its causal decomposition
   and benefit fairness (Lear & Zhang 2025); :mod:`~rllib_fair.fairness.sinkhorn`: the
-  debiased Sinkhorn divergence between 1-D point clouds that F-PPO-L's reference uses.
+  debiased Sinkhorn divergence between 1-D point clouds that F-PPO-L's reference uses;
+  :mod:`~rllib_fair.fairness.qualification_metrics`: the qualification-gain metric block.
+* :mod:`~rllib_fair.fairness.blocks`: fairness metrics by declaration: the metric blocks an
+  environment declares (``METRIC_BLOCKS``: the notions' block, the selective-labels block),
+  its label-hiding rule (``LABEL_HIDING``) and the annotators an algorithm declares
+  (``ENV_RUNNER_ANNOTATORS``), which the metrics callback runs on the env runners.
 """
 
 from rllib_fair.fairness import (

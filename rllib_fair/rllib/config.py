@@ -10,7 +10,7 @@ messages say what to change, and two pieces of wiring:
 
 * the :class:`~rllib_fair.rllib.callbacks.FairnessMetricsCallback` is always part of
   ``callbacks_class`` (user callbacks are appended, never replace it) while
-  ``fairness_metrics`` is True;
+  ``fairness_metrics`` is True or the config declares ``ENV_RUNNER_ANNOTATORS``;
 * the :class:`~rllib_fair.rllib.connectors.AddFairnessColumns` learner connector is
   placed first among the custom learner pieces (so right after RLlib's
   ``AddOneTsToEpisodesAndTruncate``) while ``fairness_columns`` is True.
@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.utils.annotations import override
 
+from rllib_fair.fairness.blocks import Annotator
 from rllib_fair.fairness.notions import get_notion, list_notions
 from rllib_fair.rllib.targets import OwnMetrics
 from rllib_fair.settings import (
@@ -86,10 +87,13 @@ class FairnessConfigMixin:
         tidy_logdir_on_stop(algo)
         return algo
 
-    #: Algorithms that regularise with the per-step disparity set this to True: the
-    #: metrics callback then attaches Delta_t to every episode chunk and the learner
-    #: connector adds the ``fair_disparity`` columns.
-    needs_step_disparity: ClassVar[bool] = False
+    #: What the algorithm needs computed on the env runners, as
+    #: :class:`rllib_fair.fairness.blocks.Annotator` objects: the metrics callback runs
+    #: each on every episode chunk and it writes its values into the step infos, where the
+    #: algorithm's learner connector reads them. Algorithms that regularise with the
+    #: per-step disparity declare :class:`rllib_fair.rllib.annotators.StepDisparity` (the
+    #: learner connector then adds the ``fair_disparity`` columns).
+    ENV_RUNNER_ANNOTATORS: ClassVar[tuple[Annotator, ...]] = ()
 
     #: Label access of the algorithm when ``fairness_label_access`` is None: False means
     #: the learner only sees the labels the decision-maker observes (selective labels).
@@ -294,7 +298,7 @@ class FairnessConfigMixin:
 
         from rllib_fair.rllib.callbacks import FairnessMetricsCallback
 
-        wanted = self.fairness_metrics or self.needs_step_disparity
+        wanted = self.fairness_metrics or bool(self.ENV_RUNNER_ANNOTATORS)
         classes = ([FairnessMetricsCallback] if wanted else []) + list(self._user_callbacks)
         self.callbacks_class = classes or RLlibCallback
 
@@ -316,6 +320,38 @@ class FairnessConfigMixin:
         if self.fairness_label_access is not None:
             return self.fairness_label_access
         return "oracle" if self.oracle_by_default else "observed"
+
+    def declares_annotator(self, kind: type) -> bool:
+        """Whether ``ENV_RUNNER_ANNOTATORS`` holds an annotator of class ``kind``."""
+        return any(isinstance(a, kind) for a in self.ENV_RUNNER_ANNOTATORS)
+
+    @property
+    def needs_step_disparity(self) -> bool:
+        """Whether the algorithm regularises with the per-step disparity.
+
+        True when ``ENV_RUNNER_ANNOTATORS`` declares a
+        :class:`rllib_fair.rllib.annotators.StepDisparity`.
+        """
+        from rllib_fair.rllib.annotators import StepDisparity
+
+        return self.declares_annotator(StepDisparity)
+
+    def selective_label_notion(self) -> str | None:
+        """The notion the env's selective-label metrics report on, or None.
+
+        That is the main notion when the env declares
+        :class:`rllib_fair.fairness.blocks.SelectiveLabelMetrics` and the block applies
+        (two groups, a notion defined on selective labels).
+        """
+        from rllib_fair.envs import metric_declarations
+        from rllib_fair.fairness.blocks import MetricContext, SelectiveLabelMetrics
+
+        declared = metric_declarations(self.env)
+        ctx = MetricContext(self, declared.group_names)
+        for block in declared.blocks:
+            if isinstance(block, SelectiveLabelMetrics):
+                return block.notion(ctx)
+        return None
 
     def fairness_notions_to_log(self) -> list[str]:
         """Returns the main notion followed by the extra notions, without duplicates."""

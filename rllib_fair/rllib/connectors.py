@@ -74,7 +74,7 @@ class AddFairnessColumns(ConnectorV2):
         n_groups: number of groups; if None it is read from the first info that
             carries ``"fairness"`` counts.
         require_disparity: raise if an episode lacks the per-step disparity that the
-            metrics callback attaches for algorithms with ``needs_step_disparity``.
+            StepDisparity annotator attaches for algorithms that declare it.
     """
 
     def __init__(

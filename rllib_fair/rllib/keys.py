@@ -57,45 +57,39 @@ artificial bootstrap step RLlib appends to every episode chunk gets zeros.
 from __future__ import annotations
 
 # --- result keys -----------------------------------------------------------------------
-FAIRNESS = "fairness"
-BIAS = "bias"
-RATIO = "ratio"
-RATE = "rate"
-SUPPLY = "supply"
-DEMAND = "demand"
-STEP_DISPARITY_MEAN = "step_disparity_mean"
-EPISODE_BIAS_MEAN = "episode_bias_mean"
-NUM_STEPS = "num_steps"
-NUM_EPISODES = "num_episodes"
-# Selective-labels block (lending and school-admission envs; accuracy parity, equal
-# opportunity, qualification parity): ``fairness/<N>/selective/...`` with
-# ``true_disparity_mean``, ``accepted_disparity_mean``, ``imputed_disparity_mean`` (the
-# last when the module predicts labels): mean over the iteration's steps of the per-step
-# |disparity| over ``fairness_disparity_window`` decisions from true, accepted-only
-# (Delta^{A=1}, Valdrighi et al. Eq. 2) and imputed labels (Delta-tilde); and per group
-# ``rejection_rate/<group>`` (r^i) and ``predictor_error/<group>`` (eps^i, the predictor's
-# mean error on the rejected, computed with true labels on the env runner for logging).
-SELECTIVE = "selective"
-
-# Replicator-population episode metrics (see the docstring) and the info keys they read.
-REPLICATOR = "replicator"
-REPLICATOR_LOSS_MEAN = "loss_mean"
-REPLICATOR_DISPARITY_MEAN = "disparity_mean"
-REPLICATOR_CUMULATIVE_LOSS = "cumulative_loss"
-REPLICATOR_CUMULATIVE_DISPARITY = "cumulative_disparity"
-REPLICATOR_Q_MEAN = "q_mean"
-REPLICATOR_Q_GAP = "q_gap"
-REPLICATOR_REWARD_RETURN = "reward_return"
-INFO_REPLICATOR_LOSS = "loss"
-INFO_REPLICATOR_DISPARITY = "disparity"
-INFO_REPLICATOR_Q_NEXT = "q_next"
-INFO_REPLICATOR_REWARD = "r"
-
-# Raw sums logged by the env runners (reduced by summation across runners), turned into
-# the keys above by the callback's ``on_train_result`` and then removed.
-RAW = "fairness_raw"
-RAW_STEP_DISPARITY_SUM = "step_disparity_sum"
-RAW_EPISODE_BIAS_SUM = "episode_bias_sum"
+# Defined next to the metric blocks that report them (rllib_fair.fairness.blocks, the
+# replicator envs' block) and re-exported here, where they are documented.
+from rllib_fair.envs.replicator_metrics import (
+    INFO_REPLICATOR_DISPARITY,
+    INFO_REPLICATOR_LOSS,
+    INFO_REPLICATOR_Q_NEXT,
+    INFO_REPLICATOR_REWARD,
+    REPLICATOR,
+    REPLICATOR_CUMULATIVE_DISPARITY,
+    REPLICATOR_CUMULATIVE_LOSS,
+    REPLICATOR_DISPARITY_MEAN,
+    REPLICATOR_LOSS_MEAN,
+    REPLICATOR_Q_GAP,
+    REPLICATOR_Q_MEAN,
+    REPLICATOR_REWARD_RETURN,
+)
+from rllib_fair.fairness.blocks import (
+    BIAS,
+    DEMAND,
+    EPISODE_BIAS_MEAN,
+    FAIRNESS,
+    NUM_EPISODES,
+    NUM_STEPS,
+    RATE,
+    RATIO,
+    RAW,
+    RAW_EPISODE_BIAS_SUM,
+    RAW_SELECTIVE,
+    RAW_STEP_DISPARITY_SUM,
+    SELECTIVE,
+    STEP_DISPARITY_MEAN,
+    SUPPLY,
+)
 
 # --- train-batch columns (numeric) -----------------------------------------------------
 COL_COUNTS = "fair_counts"  # float32 [B, NUM_FIELDS, G]
@@ -105,8 +99,9 @@ COL_LABEL = "fair_label"  # int64 [B]; -1 where not applicable
 COL_LABEL_OBSERVED = "fair_label_observed"  # int64 [B]; 1 iff the label was revealed
 COL_VALID = "fair_valid"  # bool [B]; False on the artificial bootstrap step
 # Per-step disparity of the configured notion and source, only for algorithms that ask
-# for it (config class attribute ``needs_step_disparity``): Delta after the decision at t
-# and Delta before it (the running gap since the episode start, or over the window).
+# for it (a StepDisparity in the config's ``ENV_RUNNER_ANNOTATORS``): Delta after the
+# decision at t and Delta before it (the running gap since the episode start, or over
+# the window).
 COL_DISPARITY = "fair_disparity"  # float32 [B]
 COL_DISPARITY_PREV = "fair_disparity_prev"  # float32 [B]
 
@@ -114,9 +109,10 @@ COL_DISPARITY_PREV = "fair_disparity_prev"  # float32 [B]
 # individual shown in obs_t, stored by RLlib per step in the episode's extra_model_outputs.
 LABEL_PREDICTION = "fair_label_prob"
 
-# Key in the step infos written by the metrics callback on the env runner and read by the
-# connector on the learner: Delta after the step's transition (``infos[t + 1]``), and
-# Delta before the chunk's first transition in ``infos[0]``. Kept in the infos (not in
+# Key in the step infos written on the env runner (rllib_fair.rllib.annotators.StepDisparity,
+# run by the metrics callback) and read by the connector on the learner: Delta after the
+# step's transition (``infos[t + 1]``), and Delta before the chunk's first transition in
+# ``infos[0]``. Kept in the infos (not in
 # ``custom_data``) because RLlib slices episodes across learners and slices keep infos.
 INFO_DISPARITY = "fair_step_disparity"
 
@@ -126,3 +122,46 @@ COLUMNS = (COL_COUNTS, COL_GROUP, COL_DECISION, COL_LABEL, COL_LABEL_OBSERVED, C
 def metric_key(notion: str, *parts: str) -> str:
     """Returns the flattened result key ``fairness/<notion>/<parts...>``."""
     return "/".join((FAIRNESS, notion, *parts))
+
+
+__all__ = [
+    "BIAS",
+    "COLUMNS",
+    "COL_COUNTS",
+    "COL_DECISION",
+    "COL_DISPARITY",
+    "COL_DISPARITY_PREV",
+    "COL_GROUP",
+    "COL_LABEL",
+    "COL_LABEL_OBSERVED",
+    "COL_VALID",
+    "DEMAND",
+    "EPISODE_BIAS_MEAN",
+    "FAIRNESS",
+    "INFO_DISPARITY",
+    "INFO_REPLICATOR_DISPARITY",
+    "INFO_REPLICATOR_LOSS",
+    "INFO_REPLICATOR_Q_NEXT",
+    "INFO_REPLICATOR_REWARD",
+    "LABEL_PREDICTION",
+    "NUM_EPISODES",
+    "NUM_STEPS",
+    "RATE",
+    "RATIO",
+    "RAW",
+    "RAW_EPISODE_BIAS_SUM",
+    "RAW_SELECTIVE",
+    "RAW_STEP_DISPARITY_SUM",
+    "REPLICATOR",
+    "REPLICATOR_CUMULATIVE_DISPARITY",
+    "REPLICATOR_CUMULATIVE_LOSS",
+    "REPLICATOR_DISPARITY_MEAN",
+    "REPLICATOR_LOSS_MEAN",
+    "REPLICATOR_Q_GAP",
+    "REPLICATOR_Q_MEAN",
+    "REPLICATOR_REWARD_RETURN",
+    "SELECTIVE",
+    "STEP_DISPARITY_MEAN",
+    "SUPPLY",
+    "metric_key",
+]

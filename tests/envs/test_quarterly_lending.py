@@ -134,11 +134,9 @@ def test_enforce_budget_and_over_budget_info():
         assert info["granted"].sum() == info["budget"]
 
 
-def test_hide_unobserved_labels_strips_y_real_and_qualified_counts():
+def test_declared_label_hiding_strips_y_real_and_qualified_counts():
     pytest.importorskip("ray")
     from ray.rllib.env.single_agent_episode import SingleAgentEpisode
-
-    from rllib_fair.rllib.callbacks import hide_unobserved_labels
 
     env = QuarterlyLendingEnv(dim=1000)
     trace = _episode(env, 0, _top_b)
@@ -152,7 +150,7 @@ def test_hide_unobserved_labels_strips_y_real_and_qualified_counts():
         rewards=[0.0] * (len(trace) - 1),
         len_lookback_buffer=0,
     )
-    removed = hide_unobserved_labels(episode)
+    removed = QuarterlyLendingEnv.LABEL_HIDING.hide(episode.get_infos())
     assert removed == sum(sizes) - sum(observed)
     for info in episode.get_infos():
         assert "y_real" not in info and "metrics" not in info

@@ -17,9 +17,10 @@ from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 import rllib_fair  # noqa: F401
 from rllib_fair.algorithms import get_config_class
 from rllib_fair.fairness import Ledger, WindowedDisparity, get_notion
+from rllib_fair.fairness.blocks import summarize_raw
 from rllib_fair.fairness.sequence import running_disparity
 from rllib_fair.rllib import keys
-from rllib_fair.rllib.callbacks import FairnessMetricsCallback, summarize_raw
+from rllib_fair.rllib.callbacks import FairnessMetricsCallback
 
 
 def rollout(env_id, n, seed, p_accept=0.5, env_kwargs=None):

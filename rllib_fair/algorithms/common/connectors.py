@@ -15,14 +15,14 @@ import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.annotators import (
+    INFO_QUAL_PS,
+    INFO_QUAL_Q,
+    INFO_W1_DELTA,
+    LongTermW1,
+    QualificationReturns,
+)
 from rllib_fair.fairness import qualification as qual
-
-#: Info keys written by the metrics callback on the env runner: q_t and ps_t, the Monte
-#: Carlo gain-to-go of the same individual over the rest of the episode under pi and under
-#: the reference policy pi^PS, and F-PPO-L's dW_t.
-INFO_QUAL_Q = "fair_qual_q"
-INFO_QUAL_PS = "fair_qual_ps"
-INFO_W1_DELTA = "fair_w1_delta"
 
 COL_QUAL_Q = "fair_qual_q"  # float32 [B]: q_t
 COL_QUAL_PS = "fair_qual_ps"  # float32 [B]: ps_t
@@ -43,14 +43,14 @@ class AddQualificationColumns(ConnectorV2):
     data-parallel learners.
 
     Args:
-        config: the algorithm config (``needs_qualification_returns`` /
-            ``needs_long_term_w1`` say which info keys must be present).
+        config: the algorithm config (its ``ENV_RUNNER_ANNOTATORS`` say which info keys
+            must be present: a QualificationReturns q_t and ps_t, a LongTermW1 dW_t).
     """
 
     def __init__(self, input_observation_space=None, input_action_space=None, *, config, **kw):
         super().__init__(input_observation_space, input_action_space, **kw)
-        self._need_q = bool(getattr(config, "needs_qualification_returns", False))
-        self._need_w1 = bool(getattr(config, "needs_long_term_w1", False))
+        self._need_q = config.declares_annotator(QualificationReturns)
+        self._need_w1 = config.declares_annotator(LongTermW1)
         self._h = qual.reference_pi0_heuristic().astype(np.float32)
 
     @override(ConnectorV2)

@@ -34,6 +34,7 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
 from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.annotators import LongTermW1
 from rllib_fair.algorithms.common.connectors import (
     add_qualification_columns,
     emits_qualification_info,
@@ -62,8 +63,9 @@ class FPPOLConfig(POCARConfig):
         w1_scaling: its annealing ratio in (0, 1) (reference: 0.5).
     """
 
-    #: The metrics callback writes dW_t into the step infos (see AddQualificationColumns).
-    needs_long_term_w1: ClassVar[bool] = True
+    #: A-PPO's Delta_t and dW_t, written into the step infos on the env runners (see
+    #: AddQualificationColumns).
+    ENV_RUNNER_ANNOTATORS = (*POCARConfig.ENV_RUNNER_ANNOTATORS, LongTermW1())
 
     #: The long-term W1 term, gated by the per-step disparity (A-PPO's Delta_t).
     own_metrics: ClassVar[OwnMetrics] = OwnMetrics(

@@ -31,6 +31,7 @@ from ray.rllib.utils.annotations import override
 
 from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
+from rllib_fair.rllib.annotators import StepDisparity
 from rllib_fair.rllib.targets import STEP_DISPARITY, OwnMetrics
 from rllib_fair.settings import choice, number
 
@@ -53,7 +54,8 @@ class POCARConfig(FairPPOConfig):
             is 1e-8).
     """
 
-    needs_step_disparity = True
+    #: The per-step disparity Delta_t, written into the step infos on the env runners.
+    ENV_RUNNER_ANNOTATORS = (StepDisparity(),)
 
     #: Advantages regularised by the per-step disparity Delta_t (Eq. 28).
     own_metrics = OwnMetrics(

@@ -28,6 +28,7 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.ppo import PPO
 from ray.rllib.utils.annotations import override
 
+from rllib_fair.algorithms.common.annotators import QualificationReturns
 from rllib_fair.algorithms.common.connectors import (
     add_qualification_columns,
     emits_qualification_info,
@@ -80,10 +81,10 @@ class PPOCConfig(FairPPOConfig):
             episode end (biased q).
     """
 
-    #: The metrics callback writes the per-step Monte Carlo gains-to-go into the infos
-    #: on the env runner (they travel with their steps when RLlib shards episodes over
-    #: data-parallel learners) and the learner connector turns them into columns.
-    needs_qualification_returns: ClassVar[bool] = True
+    #: The per-step Monte Carlo gains-to-go, written into the step infos on the env
+    #: runners (they travel with their steps when RLlib shards episodes over
+    #: data-parallel learners); the learner connector turns them into columns.
+    ENV_RUNNER_ANNOTATORS = (QualificationReturns(),)
 
     #: Its target is the qualification-gain gap between the groups (C_hat^2, Eq. 2).
     own_metrics: ClassVar[OwnMetrics] = OwnMetrics(

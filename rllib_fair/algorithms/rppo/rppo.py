@@ -23,6 +23,7 @@ from ray.rllib.utils.annotations import override
 
 from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
+from rllib_fair.rllib.annotators import StepDisparity
 from rllib_fair.rllib.targets import STEP_DISPARITY, OwnMetrics
 from rllib_fair.settings import choice, number
 
@@ -40,7 +41,8 @@ class RPPOConfig(FairPPOConfig):
             (``Delta * 1[Delta >= omega]``).
     """
 
-    needs_step_disparity = True
+    #: The per-step disparity Delta_t, written into the step infos on the env runners.
+    ENV_RUNNER_ANNOTATORS = (StepDisparity(),)
 
     #: Return of the env's reward, shaped on the learner by the Delta_t penalty (Eq. 27).
     own_metrics = OwnMetrics(

@@ -34,6 +34,7 @@ from ray.rllib.utils.annotations import override
 
 from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
+from rllib_fair.rllib.annotators import StepDisparity
 from rllib_fair.rllib.targets import STEP_DISPARITY, Metric, OwnMetrics
 from rllib_fair.settings import Rule, Setting, choice, integer, number
 
@@ -68,7 +69,8 @@ class SELLFConfig(FairPPOConfig):
         policy_samples: stored policies drawn for the acceptance probability (App. E: 10).
     """
 
-    needs_step_disparity = True
+    #: The per-step disparity Delta_t, written into the step infos on the env runners.
+    ENV_RUNNER_ANNOTATORS = (StepDisparity(),)
     provides_label_predictions = True
 
     #: The disparity it regularises (imputed by default), then the true one it aims at.

@@ -38,8 +38,8 @@ its keys into ``result["fairness"]``. Blocks are called in the declared order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -103,21 +103,32 @@ class Chunk:
         self.counts = counts
         self.done = done
         self.predicted = predicted
+        self._memo: dict = {}
 
-    @cached_property
+    def memo(self, key: str, compute: Callable[[Chunk], Any]) -> Any:
+        """``compute(self)``, computed once per chunk for everyone who asks by ``key``."""
+        if key not in self._memo:
+            self._memo[key] = compute(self)
+        return self._memo[key]
+
+    @property
     def steps(self) -> dict[str, np.ndarray | None]:
         """Per-transition ``group``, ``decision``, ``label`` and ``predicted``, once per chunk.
 
         ``group``, ``decision`` and ``label`` are int64 arrays (-1 where an info has none);
         ``predicted`` is :attr:`predicted` cut to the chunk's length, or None.
         """
-        infos = self.infos[1:]
-        out: dict[str, np.ndarray | None] = {
-            name: np.array([info.get(name, -1) for info in infos], dtype=np.int64)
-            for name in ("group", "decision", "label")
-        }
-        out["predicted"] = None if self.predicted is None else self.predicted[: len(infos)]
-        return out
+        return self.memo("steps", _decision_steps)
+
+
+def _decision_steps(chunk: Chunk) -> dict[str, np.ndarray | None]:
+    infos = chunk.infos[1:]
+    out: dict[str, np.ndarray | None] = {
+        name: np.array([info.get(name, -1) for info in infos], dtype=np.int64)
+        for name in ("group", "decision", "label")
+    }
+    out["predicted"] = None if chunk.predicted is None else chunk.predicted[: len(infos)]
+    return out
 
 
 def stack_counts(infos: list[dict]) -> np.ndarray:
@@ -435,4 +446,3 @@ def summarize_selective(data: dict, groups: list[str]) -> dict:
             err = float(data["error_sum"].get(str(g), 0.0))
             out.setdefault("predictor_error", {})[name] = err / rejected if rejected else 0.0
     return out
-

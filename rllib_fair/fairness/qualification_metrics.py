@@ -13,7 +13,7 @@ over the iteration's episodes under ``result["fairness"]["qualification_gain"]``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -49,17 +49,10 @@ class QualificationGainMetrics(MetricBlock):
 
     def observe(self, chunk: Chunk, ctx: MetricContext, carry: Any, sink: MetricSink) -> Any:
         """Keeps the chunk's decided steps; a finished episode logs its decomposition."""
-        infos = chunk.infos[1:]
-        if not infos or "qual_gain" not in infos[-1]:
+        q = qualification_steps(chunk)
+        if q is None:
             return carry
-        steps = decided_steps(infos)
-        ids = np.array([i["individual"] for i in steps], dtype=np.int64)
-        groups = np.array([i["group"] for i in steps], dtype=np.int64)
-        x = np.array([i["credit_bin"] for i in steps], dtype=np.int64)
-        g = np.array([i["qual_gain"] for i in steps], dtype=np.float64)
-        g_ps = np.array([i["qual_gain_ps"] for i in steps], dtype=np.float64)
-        g_pi0 = np.array([i.get("qual_gain_pi0", 0.0) for i in steps], dtype=np.float64)
-        parts = (carry or []) + [(ids, groups, x, g, g_ps, g_pi0)]
+        parts = (carry or []) + [(q.ids, q.groups, q.x, q.g, q.g_ps, q.g_pi0)]
         if not chunk.done:
             return parts
         ids, groups, x, g, g_ps, g_pi0 = (np.concatenate(c) for c in zip(*parts, strict=True))
@@ -103,11 +96,47 @@ class QualificationGainMetrics(MetricBlock):
         out[QUALIFICATION] = summarize_qualification(raw, ctx.groups(-1), headline)
 
 
-def decided_steps(infos: list[dict]) -> list[dict]:
-    """The infos of steps that decided about an individual (``individual >= 0``)."""
-    return [
+class QualificationSteps(NamedTuple):
+    """The decided steps of a chunk (``individual >= 0``) and their qualification arrays.
+
+    ``infos`` are the steps' own info dicts; ``ids`` (individual), ``groups``, ``x``
+    (credit bin), ``g`` (gain under pi), ``g_ps`` (under pi^PS) and ``g_pi0`` (under
+    pi0, 0 where absent) are arrays in step order.
+    """
+
+    infos: list[dict]
+    ids: np.ndarray
+    groups: np.ndarray
+    x: np.ndarray
+    g: np.ndarray
+    g_ps: np.ndarray
+    g_pi0: np.ndarray
+
+
+def qualification_steps(chunk: Chunk) -> QualificationSteps | None:
+    """The chunk's :class:`QualificationSteps` (computed once per chunk), or None.
+
+    None when the chunk's last info carries no ``qual_gain`` (the env reports none).
+    """
+    return chunk.memo("qualification_steps", _qualification_steps)
+
+
+def _qualification_steps(chunk: Chunk) -> QualificationSteps | None:
+    infos = chunk.infos[1:]
+    if not infos or "qual_gain" not in infos[-1]:
+        return None
+    steps = [
         i for i in infos if i.get("individual", -1) is not None and i.get("individual", -1) >= 0
     ]
+    return QualificationSteps(
+        steps,
+        np.array([i["individual"] for i in steps], dtype=np.int64),
+        np.array([i["group"] for i in steps], dtype=np.int64),
+        np.array([i["credit_bin"] for i in steps], dtype=np.int64),
+        np.array([i["qual_gain"] for i in steps], dtype=np.float64),
+        np.array([i["qual_gain_ps"] for i in steps], dtype=np.float64),
+        np.array([i.get("qual_gain_pi0", 0.0) for i in steps], dtype=np.float64),
+    )
 
 
 def summarize_qualification(data: dict, group_order: list[str], headline: str) -> dict:

@@ -17,7 +17,7 @@ import numpy as np
 
 from rllib_fair.fairness import qualification as qual
 from rllib_fair.fairness.blocks import Annotator, Chunk, MetricContext
-from rllib_fair.fairness.qualification_metrics import decided_steps
+from rllib_fair.fairness.qualification_metrics import qualification_steps
 
 #: Info keys the annotators write on the env runner: q_t and ps_t, the Monte Carlo
 #: gain-to-go of the same individual over the rest of the episode under pi and under the
@@ -25,14 +25,6 @@ from rllib_fair.fairness.qualification_metrics import decided_steps
 INFO_QUAL_Q = "fair_qual_q"
 INFO_QUAL_PS = "fair_qual_ps"
 INFO_W1_DELTA = "fair_w1_delta"
-
-
-def _qualification_steps(chunk: Chunk) -> list[dict] | None:
-    """The chunk's decided steps, or None when its infos carry no qualification gains."""
-    infos = chunk.infos[1:]
-    if not infos or "qual_gain" not in infos[-1]:
-        return None
-    return decided_steps(infos)
 
 
 class QualificationReturns(Annotator):
@@ -46,15 +38,12 @@ class QualificationReturns(Annotator):
 
     def annotate(self, chunk: Chunk, ctx: MetricContext, carry: Any) -> Any:
         """Writes q_t and ps_t; keeps no state across chunks."""
-        steps = _qualification_steps(chunk)
+        steps = qualification_steps(chunk)
         if steps is None:
             return carry
-        ids = np.array([i["individual"] for i in steps], dtype=np.int64)
-        g = np.array([i["qual_gain"] for i in steps], dtype=np.float64)
-        g_ps = np.array([i["qual_gain_ps"] for i in steps], dtype=np.float64)
-        q = qual.returns_to_go_by_individual(ids, g)
-        ps = qual.returns_to_go_by_individual(ids, g_ps)
-        for info, a, b in zip(steps, q.tolist(), ps.tolist(), strict=True):
+        q = qual.returns_to_go_by_individual(steps.ids, steps.g)
+        ps = qual.returns_to_go_by_individual(steps.ids, steps.g_ps)
+        for info, a, b in zip(steps.infos, q.tolist(), ps.tolist(), strict=True):
             info[INFO_QUAL_Q] = a
             info[INFO_QUAL_PS] = b
         return None
@@ -72,16 +61,14 @@ class LongTermW1(Annotator):
 
     def annotate(self, chunk: Chunk, ctx: MetricContext, carry: Any) -> Any:
         """Writes dW_t; the carry is the histograms' window state."""
-        steps = _qualification_steps(chunk)
+        steps = qualification_steps(chunk)
         if steps is None:
             return carry
         config = ctx.config
-        groups = np.array([i["group"] for i in steps], dtype=np.int64)
-        x = np.array([i["credit_bin"] for i in steps], dtype=np.int64)
         last = 0.0 if carry is None else carry["last"]
         w, carry = qual.windowed_count_w1(
-            groups,
-            x,
+            steps.groups,
+            steps.x,
             window=config.w1_window,
             form=config.w1_form,
             carry=carry,
@@ -90,6 +77,6 @@ class LongTermW1(Annotator):
             scaling=config.w1_scaling,
         )
         dw = np.diff(np.r_[last, w])
-        for info, d in zip(steps, dw.tolist(), strict=True):
+        for info, d in zip(steps.infos, dw.tolist(), strict=True):
             info[INFO_W1_DELTA] = d
         return carry

@@ -74,8 +74,8 @@ def sample_ms(env_id: str, n: int, mode: str, steps: int) -> float:
             num_env_runners=0,
             num_envs_per_env_runner=n,
             native_vector_env=mode == "native",
-            lean_sampling=not stock,
         )
+        .accel(enabled=not stock)  # the whole speed layer (rllib_fair.accel) on or off
         .reporting(connector_metrics=stock)
         .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
         .debugging(seed=0)

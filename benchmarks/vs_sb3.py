@@ -19,8 +19,7 @@ the "fairness algorithms at 0.9x of our PPO" target.
 
 ``--rllib-default`` adds a row for stock RLlib: ``ray.rllib.algorithms.ppo.PPOConfig``
 at the same settings, without any of this package's sampling or learner speed-ups
-(:mod:`rllib_fair.rllib.lean`, :mod:`rllib_fair.rllib.lean_learner`), i.e. where the
-package started.
+(the speed layer, :mod:`rllib_fair.accel`), i.e. where the package started.
 
 Usage::
 

@@ -24,6 +24,8 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.utils.annotations import override
 
 from rllib_fair.fairness.blocks import Annotator
+from rllib_fair.accel.classes import accelerated_class
+from rllib_fair.accel.gate import accel_active
 from rllib_fair.fairness.notions import get_notion, list_notions
 from rllib_fair.rllib.targets import OwnMetrics
 from rllib_fair.settings import (
@@ -159,7 +161,12 @@ class FairnessConfigMixin:
             "sample through the env's native vector version (auto: from 8 copies per runner)",
             also=("auto",),
         ),
-        bool_setting("lean_sampling", "the env runner's lean sampling loop"),
+        bool_setting("use_accel", "the speed layer (rllib_fair.accel) on tested Ray versions"),
+        bool_setting("lean_sampling", "the speed layer's sampling loop (with use_accel)"),
+        bool_setting(
+            "lean_learner",
+            "the speed layer's learner update loop (PPO family, TD3; with use_accel)",
+        ),
     )
 
     #: Result keys every algorithm reports (the fairness/ keys are checked on their own).
@@ -175,12 +182,14 @@ class FairnessConfigMixin:
         self.fairness_smoothing: float = 0.0
         self.fairness_metrics: bool = True
         self.fairness_columns: bool = True
-        # RLlib's per-connector timers on the sampling path (rllib_fair.rllib.lean)
+        # RLlib's per-connector timers on the sampling path (rllib_fair.accel.pipelines)
         self.connector_metrics: bool = False
         # the env's native vector version (VECTOR_ENTRY_POINTS) instead of SyncVectorEnv
         self.native_vector_env: bool | str = "auto"
-        # FairEnvRunner's lean sampling loop (rllib_fair.rllib.env_runner)
+        # the speed layer (rllib_fair.accel), its sampling loop and its learner loop
+        self.use_accel: bool = True
         self.lean_sampling: bool = True
+        self.lean_learner: bool = True
         self._user_callbacks: list = []
         self._sync_callbacks()
 
@@ -227,7 +236,8 @@ class FairnessConfigMixin:
 
         ``connector_metrics=True`` keeps RLlib's per-connector-piece timers on the
         env runners' sampling path (about 15 timer records per env step); the default
-        False runs the same pieces without them (:mod:`rllib_fair.rllib.lean`).
+        False runs the same pieces without them where the speed layer is on
+        (:mod:`rllib_fair.accel.pipelines`).
 
         Returns:
             This updated config.
@@ -237,22 +247,54 @@ class FairnessConfigMixin:
             self.connector_metrics = connector_metrics
         return self
 
+    def accel(
+        self,
+        *,
+        enabled: bool = NotProvided,
+        sampling: bool = NotProvided,
+        learner: bool = NotProvided,
+    ):
+        """The speed layer (:mod:`rllib_fair.accel`): one switch, and its two parts.
+
+        Args:
+            enabled: ``use_accel`` (default True): the whole layer (lean sampling
+                pipelines and loop, the PPO module's layer-by-layer forward, the lean
+                learner loop and PPO loss, TD3's minibatch loop); each part returns what
+                RLlib's own code returns. It runs only on the Ray versions it is tested
+                on (:data:`rllib_fair.accel.gate.TESTED_RAY_VERSIONS`); on any other,
+                RLlib's own path runs and one line is logged. False: RLlib's own path.
+            sampling: ``lean_sampling`` (default True): the env runners' sampling loop
+                (:class:`rllib_fair.accel.env_runner.LeanSamplingMixin`); False keeps
+                RLlib's loop on :class:`rllib_fair.rllib.env_runner.FairEnvRunner`.
+            learner: ``lean_learner`` (default True): the learners' update loop (PPO
+                family, TD3); False keeps RLlib's.
+
+        Returns:
+            This updated config.
+        """
+        if enabled is not NotProvided:
+            self.use_accel = enabled
+        if sampling is not NotProvided:
+            self.lean_sampling = sampling
+        if learner is not NotProvided:
+            self.lean_learner = learner
+        return self
+
     @override(AlgorithmConfig)
     def env_runners(
         self,
         *,
         native_vector_env: bool | str = NotProvided,
-        lean_sampling: bool = NotProvided,
         **kwargs,
     ):
-        """RLlib's ``env_runners()`` plus ``native_vector_env`` and ``lean_sampling``.
+        """RLlib's ``env_runners()`` plus ``native_vector_env``.
 
         Where no ``env_runner_cls`` is set, single-agent sampling runs on
         :class:`rllib_fair.rllib.env_runner.FairEnvRunner`, which seeds each env once (one
-        seeded stream of episodes; RLlib's own runner reseeds every whole-episode sample).
-        ``lean_sampling`` (default True): its loop returns the same episodes as RLlib's with
-        less per-step bookkeeping wherever the fused pipelines apply (RLlib's loop
-        elsewhere); False keeps RLlib's sampling loop.
+        seeded stream of episodes; RLlib's own runner reseeds every whole-episode sample),
+        with the speed layer on (:meth:`accel`) behind
+        :class:`rllib_fair.accel.env_runner.LeanSamplingMixin`, whose loop returns the
+        same episodes with less per-step bookkeeping.
 
         An environment with a native vector version
         (:data:`rllib_fair.envs.VECTOR_ENTRY_POINTS`: N copies in one numpy step, the
@@ -267,12 +309,28 @@ class FairnessConfigMixin:
         Returns:
             This updated config.
         """
+        if "lean_sampling" in kwargs:
+            raise ValueError(
+                f"lean_sampling: {kwargs['lean_sampling']!r} is no env_runners() setting "
+                "any more; set it with config.accel(sampling=...) (YAML key: lean_sampling)"
+            )
         super().env_runners(**kwargs)
         if native_vector_env is not NotProvided:
             self.native_vector_env = native_vector_env
-        if lean_sampling is not NotProvided:
-            self.lean_sampling = lean_sampling
         return self
+
+    @property
+    @override(AlgorithmConfig)
+    def learner_class(self):
+        """RLlib's learner class; with the speed layer's learner part on, its subclass.
+
+        That subclass puts the mixin the class names in ``ACCEL_MIXIN`` in front
+        (:func:`rllib_fair.accel.classes.accelerated_class`).
+        """
+        cls = super().learner_class
+        if self.lean_learner and getattr(cls, "ACCEL_MIXIN", None) and accel_active(self):
+            return accelerated_class(cls)
+        return cls
 
     @override(AlgorithmConfig)
     def callbacks(self, callbacks_class=NotProvided, **kwargs):
@@ -381,15 +439,16 @@ class FairnessConfigMixin:
         RLlib's ``Algorithm`` validates its config and freezes it before anything reads
         it, so this is where a config settles what it derives from its other settings.
         """
-        if not self._is_frozen:
-            self.resolve_derived()
+        self.resolve_derived()  # sets nothing when called again (frozen configs refuse)
         super().freeze()
 
     def resolve_derived(self) -> None:
         """Sets what RLlib reads and this config derives (called by :meth:`freeze`).
 
         * ``env_runner_cls``: :class:`~rllib_fair.rllib.env_runner.FairEnvRunner` where
-          none is set (single-agent sampling on the new API stack, no offline output);
+          none is set (single-agent sampling on the new API stack, no offline output),
+          behind :class:`~rllib_fair.accel.env_runner.LeanSamplingMixin` where the
+          speed layer's sampling part is on (:meth:`accel`);
         * ``gym_env_vectorize_mode``: ``vector_entry_point`` where it is left at ``sync``
           and the env's native vector version applies (``native_vector_env``).
         """
@@ -408,7 +467,8 @@ class FairnessConfigMixin:
         ):
             from rllib_fair.rllib.env_runner import FairEnvRunner
 
-            self.env_runner_cls = FairEnvRunner
+            lean = self.lean_sampling and accel_active(self)
+            self.env_runner_cls = accelerated_class(FairEnvRunner) if lean else FairEnvRunner
 
     def validate_fairness(self) -> None:
         """The fairness checks that need the env (raises ValueError, one line).
@@ -462,41 +522,30 @@ class FairnessConfigMixin:
             )
 
     # ------------------------------------------------------------------ connectors
+    @override(AlgorithmConfig)
     def build_env_to_module_connector(self, *args, **kwargs):
-        """RLlib's env-to-module pipeline.
+        """RLlib's env-to-module pipeline; with the speed layer, its lean version.
 
         Without per-piece timers unless ``connector_metrics``, and fused into one pass
-        for a flat Box observation and a Discrete action (see :mod:`rllib_fair.rllib.lean`).
+        for a flat Box observation and a Discrete action (:mod:`rllib_fair.accel.pipelines`).
         """
-        pipeline = super().build_env_to_module_connector(*args, **kwargs)
-        if self.connector_metrics:
-            return pipeline
-        from rllib_fair.rllib.lean import make_fused, make_lean
+        return self._accelerated(super().build_env_to_module_connector(*args, **kwargs))
 
-        return make_fused(
-            make_lean(pipeline),
-            self,
-            pipeline.input_observation_space,
-            pipeline.input_action_space,
-        )
-
+    @override(AlgorithmConfig)
     def build_module_to_env_connector(self, *args, **kwargs):
-        """RLlib's module-to-env pipeline.
+        """RLlib's module-to-env pipeline; with the speed layer, its lean version.
 
         Without per-piece timers unless ``connector_metrics``, and fused into one pass
-        for a flat Box observation and a Discrete action (see :mod:`rllib_fair.rllib.lean`).
+        for a flat Box observation and a Discrete action (:mod:`rllib_fair.accel.pipelines`).
         """
-        pipeline = super().build_module_to_env_connector(*args, **kwargs)
-        if self.connector_metrics:
-            return pipeline
-        from rllib_fair.rllib.lean import make_fused, make_lean
+        return self._accelerated(super().build_module_to_env_connector(*args, **kwargs))
 
-        return make_fused(
-            make_lean(pipeline),
-            self,
-            pipeline.input_observation_space,
-            pipeline.input_action_space,
-        )
+    def _accelerated(self, pipeline):
+        if self.connector_metrics or not accel_active(self):
+            return pipeline
+        from rllib_fair.accel.pipelines import accelerated_pipeline
+
+        return accelerated_pipeline(pipeline, self)
 
     def build_learner_connector(self, input_observation_space, input_action_space, device=None):
         """RLlib's learner pipeline with :class:`AddFairnessColumns` as first custom piece."""

@@ -71,16 +71,7 @@ def fault_summary(flat: dict[str, Any], num_env_runners: int, envs_per_runner: i
 
 
 # ---------------------------------------------------------------------------- env errors
-#: Namespace of the Ray key-value entries that carry env errors from runners to drivers.
-KV_NAMESPACE = "rllib_fair"
-
-
-def _kv():
-    # Ray's internal key-value store (in the GCS, so it reaches the driver from any node);
-    # an internal API, used defensively: if it is missing, errors are only logged.
-    from ray.experimental import internal_kv
-
-    return internal_kv if internal_kv._internal_kv_initialized() else None
+# The lines travel through Ray's key-value store (rllib_fair.accel.internal_kv).
 
 
 def report_env_error(env_runner, error: BaseException, what: str, steps: int) -> str:
@@ -97,10 +88,9 @@ def report_env_error(env_runner, error: BaseException, what: str, steps: int) ->
     )
     trial = getattr(env_runner, "tune_trial_id", None) or "no-trial"
     try:
-        kv = _kv()
-        if kv is not None:
-            key = f"env_error/{trial}/{index}/{time.time_ns()}"
-            kv._internal_kv_put(key, line.encode(), namespace=KV_NAMESPACE)
+        from rllib_fair.accel import internal_kv
+
+        internal_kv.put(f"env_error/{trial}/{index}/{time.time_ns()}", line.encode())
     except Exception:  # (reporting must never mask the env's own error)
         pass
     return line
@@ -145,19 +135,12 @@ def drain_env_errors(trial_id: str) -> list[str]:
     are returned to whichever trial asks first.
     """
     try:
-        kv = _kv()
-        if kv is None:
-            return []
-        keys = []
-        for owner in (trial_id, "default", "no-trial"):
-            keys += kv._internal_kv_list(f"env_error/{owner}/", namespace=KV_NAMESPACE)
-        keys.sort(key=lambda k: int(k.decode().rsplit("/", 1)[-1]))
-        lines = []
-        for key in keys:
-            value = kv._internal_kv_get(key, namespace=KV_NAMESPACE)
-            kv._internal_kv_del(key, namespace=KV_NAMESPACE)
-            if value:
-                lines.append(value.decode())
-        return lines
+        from rllib_fair.accel import internal_kv
+
+        found = internal_kv.pop_prefix(
+            [f"env_error/{owner}/" for owner in (trial_id, "default", "no-trial")]
+        )
+        found.sort(key=lambda item: int(item[0].rsplit("/", 1)[-1]))
+        return [value.decode() for _, value in found]
     except Exception:  # (a missing internal API only loses the extra detail)
         return []

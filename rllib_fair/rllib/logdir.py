@@ -15,7 +15,7 @@ def remove_empty_logdir(algo) -> None:
     """Removes ``algo``'s log folder if it lies directly in ``~/ray_results`` and is empty."""
     from ray.train.constants import DEFAULT_STORAGE_PATH
 
-    logdir = getattr(algo, "_logdir", None)
+    logdir = getattr(algo, "logdir", None)
     if not logdir:
         return
     folder = Path(logdir)

@@ -397,7 +397,7 @@ def test_learning_ppoc_gain_gap_below_ppokl_and_ppocb_lambda_below_ppoc(ray_sess
 # ----------------------------------------------------------------------------- diagnostics
 
 
-def _update_batch(config_cls, n=200, **training):
+def _update_batch(config_cls, n=200, lean_learner=True, **training):
     """A learner (lr 0: weights fixed) and a batch of ``n`` rows in which the minibatches differ.
 
     Rows 150-199 are all group 0 (a minibatch that lacks group 1); row 60 is loss-masked.
@@ -411,6 +411,7 @@ def _update_batch(config_cls, n=200, **training):
         config_cls()
         .environment("fair/LendingDrift-v0")
         .training(lr=0.0, **training)
+        .accel(learner=lean_learner)
         .rl_module(model_config={"fcnet_hiddens": [8]})
         .debugging(seed=0)
     )

@@ -199,7 +199,7 @@ def test_sellf_loss_is_ppo_on_regularised_advantages_plus_eq_6(ray_session):
     from ray.rllib.evaluation.postprocessing import Postprocessing
     from rllib_fair.algorithms.sellf.connectors import SELLFBatchStats
 
-    from rllib_fair.algorithms.ppo.learner import lean_ppo_loss
+    from rllib_fair.accel.ppo_loss import lean_ppo_loss
 
     algo = small_sellf(beta_1=2.0, omega=0.05, beta_2=0.1).build_algo()
     try:

@@ -177,6 +177,28 @@ def test_loss_math_matches_hand_computation(ray_session):
     group2.shutdown()
 
 
+@pytest.mark.ray
+def test_speed_layer_trains_bit_identically_to_rllibs_update_path(ray_session):
+    """The speed layer's learner (consecutive tensor minibatches, optimizer steps without
+    RLlib's per-parameter checks) ends in the same weights as RLlib's path, bit for bit."""
+    from rllib_fair.accel.td3_learner import FastTD3LearnerMixin
+
+    weights = {}
+    for accel in (True, False):
+        config = _config().accel(enabled=accel)
+        assert issubclass(config.learner_class, FastTD3LearnerMixin) is accel
+        algo = config.build_algo()
+        try:
+            results = [algo.train() for _ in range(2)]
+            assert results[-1]["learners"]["__all_modules__"]["num_gradient_steps"] > 100
+            weights[accel] = algo.get_module().state_dict()
+        finally:
+            algo.stop()
+    assert weights[True].keys() == weights[False].keys()
+    for key, value in weights[False].items():
+        assert torch.equal(torch.as_tensor(weights[True][key]), torch.as_tensor(value)), key
+
+
 # --------------------------------------------------------------------------- numpy pieces
 def test_ring_buffer_wraps_and_round_trips():
     buf = TransitionRingBuffer(5, seed=0)

@@ -1,4 +1,4 @@
-"""FairEnvRunner's lean sampling loop returns exactly the episodes RLlib's loop returns."""
+"""The speed layer's sampling loop (LeanSamplingMixin) returns exactly RLlib's episodes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
 from rllib_fair.algorithms import get_config_class
 from rllib_fair.envs.lending import LendingEnv
-from rllib_fair.rllib.env_runner import FairEnvRunner, _infos_to_list, _pending_infos
-from rllib_fair.rllib.lean import _sample_categorical, check_sampled
+from rllib_fair.accel.env_runner import LeanSamplingMixin, _infos_to_list, _pending_infos
+from rllib_fair.accel.pipelines import check_sampled, sample_categorical
+from rllib_fair.rllib.env_runner import FairEnvRunner
 
 pytestmark = pytest.mark.ray
 
@@ -49,8 +50,8 @@ def _runner(
             num_env_runners=0,
             num_envs_per_env_runner=num_envs,
             native_vector_env=native,
-            lean_sampling=lean,
         )
+        .accel(sampling=lean)
         .rl_module(model_config={"fcnet_hiddens": [16, 16]})
         .debugging(seed=5)
     )
@@ -58,10 +59,11 @@ def _runner(
         cfg.callbacks(callbacks)
     cfg.validate()
     cfg.freeze()  # the runner class and vector mode are set with the frozen config
-    # RLlib's loop (lean=False) and the lean one run on the same runner class
-    assert cfg.env_runner_cls is FairEnvRunner
-    runner = FairEnvRunner(config=cfg)
-    assert runner._lean_loop_applies(num_envs, False) is lean
+    # RLlib's loop (lean=False) runs on FairEnvRunner, the lean one on its subclass
+    assert issubclass(cfg.env_runner_cls, FairEnvRunner)
+    assert issubclass(cfg.env_runner_cls, LeanSamplingMixin) is lean
+    runner = cfg.env_runner_cls(config=cfg)
+    assert not lean or runner._lean_loop_applies(num_envs, False)
     return runner
 
 
@@ -190,19 +192,21 @@ def test_lean_loop_raises_on_non_finite_logits(ray_session):
 
 
 def test_lean_sampling_false_keeps_rllibs_loop_and_bad_value_is_refused():
-    cfg = get_config_class("PPO")().environment("fair/Lending-v0")
-    cfg.env_runners(num_env_runners=0, lean_sampling=False).validate()
+    cfg = get_config_class("PPO")().environment("fair/Lending-v0").accel(sampling=False)
+    cfg.env_runners(num_env_runners=0).validate()
     cfg.freeze()
     # the seeding fix stays on: the runner is ours, its loop RLlib's
     assert cfg.env_runner_cls is FairEnvRunner
-    runner = FairEnvRunner(config=cfg)
-    try:
-        assert not runner._lean_loop_applies(64, False)
-    finally:
-        runner.stop()
-    bad = get_config_class("PPO")().environment("fair/Lending-v0").env_runners(lean_sampling="y")
+    bad = get_config_class("PPO")().environment("fair/Lending-v0").accel(sampling="y")
     with pytest.raises(ValueError, match="lean_sampling: 'y' is invalid; valid choices: true"):
         bad.validate()
+    off = get_config_class("PPO")().environment("fair/Lending-v0").accel(enabled=False)
+    off.validate()
+    off.freeze()
+    assert off.env_runner_cls is FairEnvRunner  # one switch: the whole layer off
+    # the setting moved: the old keyword names the new call
+    with pytest.raises(ValueError, match=r"lean_sampling: False .*config.accel\(sampling=...\)"):
+        get_config_class("PPO")().env_runners(lean_sampling=False)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -227,7 +231,7 @@ def test_exponential_argmax_is_torch_multinomial(seed):
     after = torch.rand(3)
     torch.manual_seed(seed)
     batch = {Columns.ACTION_DIST_INPUTS: logits}
-    assert _sample_categorical(_Module, batch, explore=True)
+    assert sample_categorical(_Module, batch, explore=True)
     assert torch.equal(batch[Columns.ACTIONS], want)
     assert torch.equal(batch[Columns.ACTION_LOGP], want_logp)
     assert torch.equal(torch.rand(3), after)
@@ -253,7 +257,8 @@ def _failing_runner(lean: bool, restart: bool):
         get_config_class("PPO")()
         .environment(lambda ctx: _FailOnce(max_steps=50))
         .fairness(notion="equal_opportunity")
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=2, lean_sampling=lean)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2)
+        .accel(sampling=lean)
         .fault_tolerance(restart_failed_sub_environments=restart)
         .rl_module(model_config={"fcnet_hiddens": [8]})
         .debugging(seed=1)
@@ -309,7 +314,8 @@ def test_lean_loop_keeps_infos_whose_keys_vary_by_step(ray_session, num_envs):
             get_config_class("PPO")()
             .environment(lambda ctx: _SometimesInfo(max_steps=300))
             .fairness(notion="equal_opportunity")
-            .env_runners(num_env_runners=0, num_envs_per_env_runner=num_envs, lean_sampling=lean)
+            .env_runners(num_env_runners=0, num_envs_per_env_runner=num_envs)
+            .accel(sampling=lean)
             .rl_module(model_config={"fcnet_hiddens": [8]})
             .debugging(seed=2)
         )

@@ -1,4 +1,4 @@
-"""The lean learner path (rllib_fair.rllib.lean_learner) trains exactly as RLlib's does."""
+"""The speed layer's learner path (rllib_fair.accel.learner) trains exactly as RLlib's does."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ray.rllib.utils.torch_utils import clip_gradients
 
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
 from rllib_fair.algorithms import get_config_class
-from rllib_fair.rllib.lean_learner import LeanLearnerMixin, TensorMinibatchCycler
+from rllib_fair.accel.learner import LeanLearnerMixin, TensorMinibatchCycler
 
 # every PPO-family learner gets the lean path
 PPO_FAMILY = ["PPO", "RPPO", "POCAR", "ELBERTPO", "SELLF", "PPOC", "PPOCb", "FPPOL"]
@@ -20,8 +20,12 @@ PPO_FAMILY = ["PPO", "RPPO", "POCAR", "ELBERTPO", "SELLF", "PPOC", "PPOCb", "FPP
 @pytest.mark.parametrize("name", PPO_FAMILY)
 def test_every_ppo_family_learner_has_the_lean_path(name):
     cfg = get_config_class(name)()
-    assert issubclass(cfg.get_default_learner_class(), LeanLearnerMixin)
+    assert issubclass(cfg.learner_class, LeanLearnerMixin)
+    assert issubclass(cfg.learner_class, cfg.get_default_learner_class())
+    assert cfg.learner_class is cfg.learner_class  # one class per process
     assert cfg.lean_learner is True and cfg.optimizer_impl == "foreach"
+    assert not issubclass(cfg.accel(learner=False).learner_class, LeanLearnerMixin)
+    assert not issubclass(cfg.accel(learner=True, enabled=False).learner_class, LeanLearnerMixin)
 
 
 @pytest.mark.parametrize(
@@ -105,10 +109,10 @@ def _train(name: str, lean: bool, impl: str, iters: int = 2, **training):
             minibatch_size=64,
             num_epochs=3,
             grad_clip=0.5,
-            lean_learner=lean,
             optimizer_impl=impl,
             **training,
         )
+        .accel(learner=lean)
         .rl_module(model_config={"fcnet_hiddens": [16, 16]})
         .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=0)
         .debugging(seed=5)
@@ -206,7 +210,7 @@ def test_deferring_metrics_reduce_to_what_the_logger_gives():
     """window=1 records held back, every other record passed on as it came: same reduce."""
     from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-    from rllib_fair.rllib.lean_learner import _DeferringMetrics
+    from rllib_fair.accel.learner import _DeferringMetrics
 
     def log(m, i):
         m.log_value(("p", "ema"), float(i))  # RLlib's default reduction (EMA)

@@ -25,12 +25,20 @@ def _config(seed: int, num_envs: int = 1, lean: bool = True):
     cfg = (
         get_config_class("PPO")()
         .environment("fair/Replicator-v0", env_config={"max_steps": 5})
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=num_envs, lean_sampling=lean)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=num_envs)
+        .accel(sampling=lean)
         .rl_module(model_config={"fcnet_hiddens": [8]})
         .debugging(seed=seed)
     )
     cfg.validate()
     return cfg
+
+
+def _runner(cfg) -> FairEnvRunner:
+    """The runner the frozen config names (the lean loop's subclass where it is on)."""
+    cfg.freeze()
+    assert issubclass(cfg.env_runner_cls, FairEnvRunner)
+    return cfg.env_runner_cls(config=cfg)
 
 
 def _first_observations(episodes) -> list[bytes]:
@@ -53,7 +61,7 @@ def _stream(runner, calls: int, num_episodes: int | None = None, num_timesteps=N
 def test_whole_episode_samples_continue_one_seeded_stream(ray_session, num_envs, lean):
     runs = []
     for _ in range(2):
-        runner = FairEnvRunner(config=_config(seed=7, num_envs=num_envs, lean=lean))
+        runner = _runner(_config(seed=7, num_envs=num_envs, lean=lean))
         try:
             runs.append(_stream(runner, calls=3, num_episodes=num_envs))
         finally:
@@ -62,7 +70,7 @@ def test_whole_episode_samples_continue_one_seeded_stream(ray_session, num_envs,
     assert len(first) == 3 * num_envs
     assert len(set(first)) == len(first), "an episode's randomness was replayed"
     assert first == second, "the same seed must give the same episodes"
-    other = FairEnvRunner(config=_config(seed=8, num_envs=num_envs, lean=lean))
+    other = _runner(_config(seed=8, num_envs=num_envs, lean=lean))
     try:
         assert _stream(other, calls=1, num_episodes=num_envs)[0] != first[0]
     finally:
@@ -71,7 +79,7 @@ def test_whole_episode_samples_continue_one_seeded_stream(ray_session, num_envs,
 
 def test_episode_and_timestep_sampling_share_the_stream(ray_session):
     """Mixing ``num_timesteps`` and ``num_episodes`` calls never goes back to the seed."""
-    runner = FairEnvRunner(config=_config(seed=3))
+    runner = _runner(_config(seed=3))
     try:
         firsts = _stream(runner, calls=2, num_timesteps=7)
         firsts += _stream(runner, calls=2, num_episodes=1)
@@ -102,7 +110,7 @@ def test_recreated_env_is_seeded_from_the_seed_but_does_not_replay(ray_session):
     assert recreated_env_seed(7, 2) != recreated_env_seed(7, 3)
     runs = []
     for _ in range(2):
-        runner = FairEnvRunner(config=_config(seed=7))
+        runner = _runner(_config(seed=7))
         try:
             firsts = _stream(runner, calls=1, num_episodes=1)
             runner.make_env()  # what a failed env step or reset does
@@ -118,8 +126,8 @@ def test_runner_state_carries_the_envs_stream(ray_session):
     """A runner restored from another's state samples the same next episodes."""
     from rllib_fair.rllib.env_runner import FAIR_ENV_STATE
 
-    first = FairEnvRunner(config=_config(seed=7, num_envs=2))
-    second = FairEnvRunner(config=_config(seed=7, num_envs=2))
+    first = _runner(_config(seed=7, num_envs=2))
+    second = _runner(_config(seed=7, num_envs=2))
     try:
         _stream(first, calls=2, num_episodes=2)
         state = first.get_state()
@@ -135,8 +143,8 @@ def test_runner_state_carries_the_envs_stream(ray_session):
 
 def test_runner_state_of_another_role_is_not_applied(ray_session):
     """An evaluation runner (or another index) keeps its own stream."""
-    source = FairEnvRunner(config=_config(seed=7))
-    target = FairEnvRunner(config=_config(seed=7))
+    source = _runner(_config(seed=7))
+    target = _runner(_config(seed=7))
     try:
         _stream(source, calls=2, num_episodes=1)
         state = source.get_state()
@@ -145,7 +153,7 @@ def test_runner_state_of_another_role_is_not_applied(ray_session):
         state[FAIR_ENV_STATE]["in_evaluation"] = True
         target.set_state(state)
         # not applied: the target starts its own stream at the seed
-        fresh = FairEnvRunner(config=_config(seed=7))
+        fresh = _runner(_config(seed=7))
         try:
             own = _stream(target, calls=1, num_episodes=1)
             assert own == _stream(fresh, calls=1, num_episodes=1)

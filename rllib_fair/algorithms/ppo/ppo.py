@@ -16,11 +16,12 @@ from ray.rllib.algorithms.ppo import PPO, PPOConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
+from rllib_fair.accel.gate import accel_active
 from rllib_fair.algorithms.common.setters import set_provided
+from rllib_fair.algorithms.ppo.learner import OPTIMIZER_IMPLS
 from rllib_fair.algorithms.ppo.module import WEIGHT_INITS, FairPPOTorchRLModule
 from rllib_fair.rllib.config import FairnessConfigMixin
-from rllib_fair.rllib.lean_learner import OPTIMIZER_IMPLS
-from rllib_fair.settings import LEARNER_REPORTED_KEYS, bool_setting, choice
+from rllib_fair.settings import LEARNER_REPORTED_KEYS, choice
 
 #: Learner result keys of RLlib's PPO (``learners/<module>/...``).
 PPO_REPORTED_KEYS = LEARNER_REPORTED_KEYS + tuple(
@@ -48,11 +49,6 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
             output gain 0.01 so the initial policy is uniform, value output gain 1, zero
             biases). Set it with ``.training(weight_init=...)`` or ``weight_init:`` in a
             YAML ``config``.
-        lean_learner: True (default): the learner's update loop without RLlib's
-            per-minibatch bookkeeping (tensor minibatches, last-value metrics written
-            once, one finite-gradient check; :mod:`rllib_fair.rllib.lean_learner`),
-            same minibatches, same updates and same reported metrics. False: RLlib's
-            loop.
         optimizer_impl: the Adam implementation: ``"foreach"`` (default; torch's
             multi-tensor Adam, bit-identical to RLlib's on CPU and faster),
             ``"fused"`` (torch's fused kernel: faster still, last-bit differences) or
@@ -69,7 +65,6 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
 
     DECLARED_SETTINGS = (
         choice("weight_init", WEIGHT_INITS, "initialisation of the networks"),
-        bool_setting("lean_learner", "the learner's update loop without per-minibatch bookkeeping"),
         choice("optimizer_impl", OPTIMIZER_IMPLS, "implementation of Adam"),
     )
     REPORTED_KEYS = PPO_REPORTED_KEYS
@@ -77,7 +72,6 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or FairPPO)
         self.weight_init: str = "rllib"
-        self.lean_learner: bool = True
         self.optimizer_impl: str = "foreach"
 
     @override(PPOConfig)
@@ -85,19 +79,27 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
         self,
         *,
         weight_init=NotProvided,
-        lean_learner=NotProvided,
         optimizer_impl=NotProvided,
         **kwargs,
     ):
-        """PPO's ``training()`` plus the settings in the class attributes."""
+        """PPO's ``training()`` plus the settings in the class attributes.
+
+        The speed layer's learner loop (``lean_learner``) is set with
+        :meth:`~rllib_fair.rllib.config.FairnessConfigMixin.accel`.
+        """
+        if "lean_learner" in kwargs:
+            raise ValueError(
+                f"lean_learner: {kwargs['lean_learner']!r} is no training() setting any "
+                "more; set it with config.accel(learner=...) (YAML key: lean_learner)"
+            )
         super().training(**kwargs)
         return set_provided(
             self,
             weight_init=weight_init,
-            lean_learner=lean_learner,
             optimizer_impl=optimizer_impl,
         )
 
+    @override(PPOConfig)
     def get_default_learner_class(self):
         """:class:`~rllib_fair.algorithms.ppo.learner.FairPPOTorchLearner` (torch)."""
         if self.framework_str == "torch":
@@ -107,9 +109,15 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
         return super().get_default_learner_class()
 
     @property
+    @override(PPOConfig)
     def _model_config_auto_includes(self):
-        return super()._model_config_auto_includes | {"weight_init": self.weight_init}
+        """PPO's, plus ``weight_init`` and whether the speed layer runs (``accel``)."""
+        return super()._model_config_auto_includes | {
+            "weight_init": self.weight_init,
+            "accel": accel_active(self),
+        }
 
+    @override(PPOConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """PPO's module spec with :class:`FairPPOTorchRLModule`.
 
@@ -125,6 +133,7 @@ class FairPPO(PPO):
     """RLlib PPO whose default config is :class:`FairPPOConfig`."""
 
     @classmethod
+    @override(PPO)
     def get_default_config(cls) -> FairPPOConfig:
         """Returns a fresh :class:`FairPPOConfig`."""
         return FairPPOConfig()

@@ -24,6 +24,7 @@ from rllib_fair.algorithms.sellf.connectors import (
     disparity_penalty,
 )
 from rllib_fair.rllib.distributed import broadcast_parameters
+from rllib_fair.rllib.state import component_wanted
 
 
 def ipw_weights(pi_now: torch.Tensor, pi_all: torch.Tensor) -> torch.Tensor:
@@ -70,7 +71,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
     @override(FairPPOTorchLearner)
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         """Policy/value optimizer without phi, and phi's own Adam (lr ``predictor_lr``)."""
-        module = self._module[module_id]
+        module = self.module[module_id]
         pred = list(module.predictor.parameters())
         pred_ids = {id(p) for p in pred}
         rest = [p for p in self.get_parameters(module) if id(p) not in pred_ids]
@@ -215,7 +216,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
         names it; weight syncs ask for ``rl_module`` only and so stay small.
         """
         state = super().get_state(components, not_components=not_components, **kwargs)
-        if not self._check_component("sellf", components, not_components):
+        if not component_wanted("sellf", components, not_components):
             return state
         state["sellf"] = {
             "memory": dict(self._memory),

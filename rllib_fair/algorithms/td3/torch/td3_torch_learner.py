@@ -14,17 +14,23 @@ Actor step and Polyak update run inside :meth:`apply_gradients`, right after the
 step, so they are correct when one ``update()`` call performs several gradient steps.
 With ``num_learners >= 2`` the gradients are averaged over the learners explicitly
 (all-reduce), so every learner takes the same step and the weights stay equal.
+
+The optimizer steps go through RLlib's ``apply_gradients``; with the speed layer on, the
+config's ``learner_class`` is this class behind
+:class:`~rllib_fair.accel.td3_learner.FastTD3LearnerMixin` (``ACCEL_MIXIN``: consecutive
+tensor minibatches, optimizer steps without per-parameter checks; the same updates).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import POLICY_LOSS_KEY, Learner
-from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+from ray.rllib.core.learner.torch.torch_learner import TorchLearner
+from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ALL_MODULES
 from ray.rllib.utils.typing import ModuleID, ParamDict, TensorType
 
@@ -46,6 +52,10 @@ def _adam(params) -> torch.optim.Optimizer:
 class TD3TorchLearner(SACTorchLearner):
     """Clipped double-Q, target policy smoothing, delayed actor and delayed targets."""
 
+    #: Where the speed layer's mixin for this learner lives (``module:Class``).
+    ACCEL_MIXIN: ClassVar[str] = "rllib_fair.accel.td3_learner:FastTD3LearnerMixin"
+
+    @override(SACTorchLearner)
     def build(self) -> None:
         """SAC's build (target networks, NEXT_OBS connector piece) plus step counters."""
         super().build()
@@ -57,9 +67,10 @@ class TD3TorchLearner(SACTorchLearner):
         self._actor_steps_since_log = 0
         self._polyak_lists: dict[ModuleID, tuple] = {}
 
+    @override(SACTorchLearner)
     def configure_optimizers_for_module(self, module_id: ModuleID, config=None) -> None:
         """Adam for ``qf``, ``qf_twin`` (critic_lr) and ``policy`` (actor_lr); no alpha."""
-        module = self._module[module_id].unwrapped()
+        module = self.module[module_id].unwrapped()
         for name, net, lr in (
             ("qf", module.qf, config.critic_lr),
             ("qf_twin", module.qf_twin, config.critic_lr),
@@ -85,11 +96,12 @@ class TD3TorchLearner(SACTorchLearner):
         clip = config.target_noise_clip
         return (noise * config.target_noise).clamp(-clip, clip)
 
+    @override(SACTorchLearner)
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config, batch: dict[str, Any], fwd_out: dict[str, Any]
     ) -> TensorType:
-        """Critic losses, and the actor loss on every ``policy_delay``-th step."""
-        module = self._module[module_id].unwrapped()
+        """Critic losses (their sum), and the actor loss on every ``policy_delay``-th step."""
+        module = self.module[module_id].unwrapped()
         obs, act = batch[Columns.OBS], batch[Columns.ACTIONS]
         next_obs = batch[Columns.NEXT_OBS]
         rewards = batch[Columns.REWARDS].to(obs.dtype)
@@ -105,8 +117,6 @@ class TD3TorchLearner(SACTorchLearner):
         qf_loss = torch.mean((q1 - target) ** 2)
         qf_twin_loss = torch.mean((q2 - target) ** 2)
         total = qf_loss + qf_twin_loss
-        self._temp_losses[(module_id, QF_LOSS_KEY)] = qf_loss
-        self._temp_losses[(module_id, QF_TWIN_LOSS_KEY)] = qf_twin_loss
         logs = {QF_LOSS_KEY: qf_loss.detach(), QF_TWIN_LOSS_KEY: qf_twin_loss.detach()}
         if self.is_actor_step(config):
             # The actor loss is built after the critic step (apply_gradients), as in
@@ -116,72 +126,37 @@ class TD3TorchLearner(SACTorchLearner):
         self._last_logs.setdefault(module_id, {}).update(logs)
         return total
 
+    def optimizer_params(self, optim) -> ParamDict:
+        """``{param ref: param}`` of one registered optimizer, in registration order."""
+        return {
+            self.get_param_ref(p): p for group in optim.param_groups for p in group["params"]
+        }
+
+    @override(SACTorchLearner)
     def compute_gradients(self, loss_per_module: dict[ModuleID, TensorType], **kw) -> ParamDict:
         """One backward pass per module; optimizers without a loss get no gradients.
 
-        The three losses touch disjoint parameters (targets are computed without grad, the
-        actor loss with the critic frozen), so one backward of their sum gives each loss's
-        own gradients. Gradients are averaged over learners when there are several.
+        The module's loss is the sum of its two critic losses; the three losses touch
+        disjoint parameters (targets are computed without grad, the actor loss with the
+        critic frozen), so one backward of the sum gives each loss's own gradients.
+        Gradients are averaged over learners when there are several.
         """
-        for optim in self._optimizer_parameters:
-            optim.zero_grad(set_to_none=True)
-        grads: dict = {}
-        for module_id in set(loss_per_module) - {ALL_MODULES}:
-            total = None
-            for key in (QF_LOSS_KEY, QF_TWIN_LOSS_KEY):
-                loss = self._temp_losses.pop((module_id, key), None)
-                if loss is not None:
-                    total = loss if total is None else total + loss
-            if total is None:
-                continue
-            total.backward()
+        for module_id in self.module.keys():
             for _, optim in self.get_optimizers_for_module(module_id):
-                for pid, p in self.filter_param_dict_for_optimizer(self._params, optim).items():
+                optim.zero_grad(set_to_none=True)
+        grads: dict = {}
+        for module_id, loss in loss_per_module.items():
+            if module_id == ALL_MODULES:
+                continue
+            loss.backward()
+            for _, optim in self.get_optimizers_for_module(module_id):
+                for pid, p in self.optimizer_params(optim).items():
                     if p.grad is not None:
                         grads[pid] = p.grad
-        self._temp_losses.clear()
         self._all_reduce_mean(grads)
         return grads
 
-    def _create_iterator_if_necessary(
-        self,
-        *,
-        training_data,
-        num_total_minibatches: int = 0,
-        num_epochs: int = 1,
-        minibatch_size: int | None = None,
-        shuffle_batch_per_epoch: bool = False,
-        **kwargs,
-    ):
-        """Consecutive minibatches by plain tensor slicing for the fast replay path.
-
-        The fast path hands over n x B rows already drawn uniformly at random; one pass
-        in order (``num_epochs=1``, no shuffle) is what RLlib's cyclic iterator would do,
-        without its per-minibatch ``SampleBatch`` slicing cost. Any other input goes
-        through RLlib's iterator.
-        """
-        batch = training_data.batch
-        if (
-            training_data.episodes is None
-            and training_data.data_iterators is None
-            and isinstance(batch, MultiAgentBatch)
-            and minibatch_size
-            and num_epochs == 1
-            and not num_total_minibatches
-            and len(batch.policy_batches) == 1
-            and len(next(iter(batch.policy_batches.values()))) % minibatch_size == 0
-        ):
-            tensors = self._make_batch_if_necessary(training_data=training_data)
-            return _consecutive_minibatches(tensors, minibatch_size)
-        return super()._create_iterator_if_necessary(
-            training_data=training_data,
-            num_total_minibatches=num_total_minibatches,
-            num_epochs=num_epochs,
-            minibatch_size=minibatch_size,
-            shuffle_batch_per_epoch=shuffle_batch_per_epoch,
-            **kwargs,
-        )
-
+    @override(TorchLearner)
     def _make_modules_ddp_if_necessary(self) -> None:
         """No DDP wrapper: the learner averages gradients itself (see :meth:`_all_reduce_mean`).
 
@@ -219,18 +194,16 @@ class TD3TorchLearner(SACTorchLearner):
             g.copy_(flat[offset : offset + g.numel()].view_as(g))
             offset += g.numel()
 
+    @override(TorchLearner)
     def apply_gradients(self, gradients_dict: ParamDict) -> None:
         """Critic step; on actor steps then the actor step and the Polyak update.
 
         The actor loss -Q1(s, pi(s)).mean() uses the just-updated critic, whose
         ``requires_grad`` is off while the graph is built, so only the actor gets gradients.
-        Only the optimizers that have gradients are stepped. Unlike RLlib's default, the
-        gradients are not scanned for nan/inf per parameter (a measurable cost at one
-        update per env step); with torch lr schedulers configured RLlib's path is used.
         """
-        self._step_optimizers(gradients_dict, critic=True)
+        self.step_optimizers(gradients_dict, critic=True)
         for module_id, obs in self._actor_obs.items():
-            module = self._module[module_id].unwrapped()
+            module = self.module[module_id].unwrapped()
             module.qf.requires_grad_(False)
             try:
                 actor_loss = -module.qf(torch.cat([obs, module.pi(obs)], -1)).mean()
@@ -239,30 +212,30 @@ class TD3TorchLearner(SACTorchLearner):
             optim = self.get_optimizer(module_id, "policy")
             optim.zero_grad(set_to_none=True)
             actor_loss.backward()
-            params = self.filter_param_dict_for_optimizer(self._params, optim)
+            params = self.optimizer_params(optim)
             grads = {pid: p.grad for pid, p in params.items() if p.grad is not None}
             self._all_reduce_mean(grads)
-            self._step_optimizers(self.postprocess_gradients(grads), critic=False)
+            self.step_optimizers(self.postprocess_gradients(grads), critic=False)
             self._polyak(module_id, module)
             self._last_logs.setdefault(module_id, {})[POLICY_LOSS_KEY] = actor_loss.detach()
             self._actor_steps_since_log += 1
         self._actor_obs.clear()
         self._num_gradient_steps += 1
 
-    def _step_optimizers(self, gradients_dict: ParamDict, *, critic: bool) -> None:
-        if self._lr_scheduler_classes is not None:
-            if not critic:  # RLlib's path steps every optimizer: keep the critics still.
-                for module_id in self._module_optimizers:
-                    for name, optim in self.get_optimizers_for_module(module_id):
-                        if name != "policy":
-                            optim.zero_grad(set_to_none=True)
-            return super().apply_gradients(gradients_dict)
-        for pid, grad in gradients_dict.items():
-            self._params[pid].grad = grad
-        for module_id in self._module_optimizers:
-            for name, optim in self.get_optimizers_for_module(module_id):
-                if (name == "policy") != critic:
-                    optim.step()
+    def step_optimizers(self, gradients_dict: ParamDict, *, critic: bool) -> None:
+        """Steps the critics' optimizers (``critic``) or the actor's with these gradients.
+
+        Through RLlib's ``apply_gradients``, which steps every optimizer of the module:
+        those of the other side hold no gradients then (the actor's were cleared by
+        :meth:`compute_gradients`, the critics' are cleared here), so their steps change
+        nothing.
+        """
+        if not critic:
+            for module_id in self.module.keys():
+                for name, optim in self.get_optimizers_for_module(module_id):
+                    if name != "policy":
+                        optim.zero_grad(set_to_none=True)
+        super().apply_gradients(gradients_dict)
 
     def _polyak(self, module_id: ModuleID, module) -> None:
         """theta_targ <- tau theta + (1 - tau) theta_targ for all three target networks."""
@@ -277,6 +250,7 @@ class TD3TorchLearner(SACTorchLearner):
         with torch.no_grad():
             torch._foreach_lerp_(lists[1], lists[0], tau)
 
+    @override(SACTorchLearner)
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
         """Learner's hook (lr schedules) without DQN's per-call target update."""
         Learner.after_gradient_based_update(self, timesteps=timesteps)
@@ -293,26 +267,17 @@ class TD3TorchLearner(SACTorchLearner):
         self.metrics.log_value((ALL_MODULES, NUM_GRADIENT_STEPS), done, reduce="lifetime_sum")
 
     # ------------------------------------------------------------------ state
+    @override(SACTorchLearner)
     def get_state(self, *args, **kwargs) -> dict:
         """Learner state plus the gradient-step counter (the actor-delay phase)."""
         state = super().get_state(*args, **kwargs)
         state["td3_num_gradient_steps"] = self._num_gradient_steps
         return state
 
+    @override(SACTorchLearner)
     def set_state(self, state: dict) -> None:
         """Restores the learner state and the gradient-step counter."""
         super().set_state(state)
         if "td3_num_gradient_steps" in state:
             self._num_gradient_steps = int(state["td3_num_gradient_steps"])
             self._logged_gradient_steps = self._num_gradient_steps
-
-
-def _consecutive_minibatches(batch: MultiAgentBatch, size: int):
-    """Yields ``len // size`` consecutive single-module minibatches of ``size`` rows."""
-    ((module_id, module_batch),) = batch.policy_batches.items()
-    columns = dict(module_batch)
-    for i in range(len(module_batch) // size):
-        rows = slice(i * size, (i + 1) * size)
-        yield MultiAgentBatch(
-            {module_id: SampleBatch({k: v[rows] for k, v in columns.items()})}, env_steps=size
-        )

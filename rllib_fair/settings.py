@@ -7,8 +7,9 @@ cannot say (a per-group list whose length must match the number of groups, a sam
 count that must fit in its store, ...). The same declarations are read by
 
 * the configs' ``validate()`` (:func:`check_object`), which therefore only checks;
-* the command line (:mod:`rllib_fair.cli.experiment`), before Ray starts or anything is
-  written: config settings, ``env_config`` entries and the rules over them;
+* the command line, before Ray starts or anything is written: it calls the config's
+  ``validate()`` (:mod:`rllib_fair.cli.config_build`) and checks ``env_config`` entries
+  and the rules over them against the env's declarations;
 * the generated reference ``docs/settings.md`` (:mod:`rllib_fair.cli.settings_doc`);
 * the test that gives every declared setting a bad value and expects a one-line error.
 
@@ -22,7 +23,9 @@ Where the declarations live:
   (collected along the class's bases by :func:`collect`, a subclass's declaration of a
   name replacing its base's), and ``REPORTED_KEYS``, the result keys the algorithm adds;
 * environments: the same three class attributes on the env class;
-* :data:`RLLIB_SETTINGS`: the RLlib settings the command line checks for every algorithm.
+* :data:`RLLIB_SETTINGS`: RLlib settings every config of this package checks in its
+  ``validate()`` when set to other than the algorithm's default
+  (:mod:`rllib_fair.rllib.rllib_settings`).
 
 This module imports neither ray nor torch (nor numpy).
 """
@@ -671,9 +674,9 @@ def probabilities(name: str, meaning: str, length: int | None = None, **kw) -> S
     )
 
 
-#: RLlib settings the command line checks for every algorithm (attribute names; the YAML
-#: keys ``lambda`` and ``framework`` map to ``lambda_`` and ``framework_str``). Their
-#: defaults are the algorithm's.
+#: RLlib settings every config of this package checks (attribute names; the YAML keys
+#: ``lambda`` and ``framework`` map to ``lambda_`` and ``framework_str``) where a value
+#: differs from the algorithm's default (:mod:`rllib_fair.rllib.rllib_settings`).
 RLLIB_SETTINGS: tuple[Setting, ...] = (
     number("lr", "learning rate", 0, low_open=True, schedule=True),
     number("entropy_coeff", "weight of the entropy bonus", 0, schedule=True),
@@ -698,7 +701,13 @@ RLLIB_SETTINGS: tuple[Setting, ...] = (
         none=True,
         none_means="no clipping",
     ),
-    integer("train_batch_size_per_learner", "env steps per update and learner", 1),
+    integer(
+        "train_batch_size_per_learner",
+        "env steps per update and learner",
+        1,
+        none=True,
+        none_means="train_batch_size / num_learners",
+    ),
     integer("train_batch_size", "env steps per update (old name)", 1),
     integer("minibatch_size", "env steps per minibatch", 1),
     integer("num_epochs", "passes over the train batch per update", 1),

@@ -215,9 +215,9 @@ def deploy(
 
 def check_notion(env_id: str, notion: str) -> None:
     """Raises DeployError if the env cannot measure ``notion``."""
-    from rllib_fair.rllib.config import _env_meta
+    from rllib_fair.envs import env_meta
 
-    meta = _env_meta(env_id)
+    meta = env_meta(env_id)
     if meta is not None and notion not in meta["supported_notions"]:
         raise DeployError(
             f"--notion: {notion!r} cannot be measured on {env_id!r}; valid choices: "
@@ -247,9 +247,9 @@ def deploy_algorithm(
     weights = algo.learner_group.get_state(components=["learner/rl_module"], inference_only=True)[
         "learner"
     ]["rl_module"]
-    from rllib_fair.rllib.config import _env_meta
+    from rllib_fair.envs import env_meta
 
-    meta = _env_meta(cfg.env)
+    meta = env_meta(cfg.env)
     group_names = list(meta["group_names"]) if meta is not None else None
     runs = []
     for seed in range(seeds):

@@ -1,7 +1,8 @@
 """The experiment file's error type and the result keys its blocks may name.
 
-The lowest module of the command line: ``experiment``, ``sweep`` and ``tuning`` all
-read it, so none of them needs another to check a result key.
+The lowest module of the command line: the modules that check an experiment file
+(``experiment`` and the modules it uses, ``sweep`` and ``tuning``) all read it, so none
+of them needs another to check a result key or to raise the file's error.
 """
 
 from __future__ import annotations
@@ -9,6 +10,12 @@ from __future__ import annotations
 
 class ExperimentError(ValueError):
     """A bad experiment file or override; the message is one line."""
+
+
+def first_line(e: BaseException) -> str:
+    """The first line of an exception's message (its type name when it has none)."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 # Old result keys people still write in stop / pass_criteria blocks.
@@ -36,7 +43,7 @@ def result_key(section: str, key: str) -> str:
         return key
     if "/" in key and all(key.split("/")):
         # an algorithm's own namespace (lucbfair/..., uncertainty/...) or a typo:
-        # checked against the keys the configured algorithm reports (_check_metric_key)
+        # checked against the keys the configured algorithm reports (metric_keys.check_metric_key)
         return key
     valid = ", ".join(sorted(set(LEGACY_RESULT_KEYS.values())))
     raise ExperimentError(

@@ -133,7 +133,7 @@ def translate_train(args, tmp: Path) -> list[str]:
         specs = {f"{args.algo}-{args.env.replace('/', '_')}": spec}
         config = {}
     elif needs_spec or args.num_samples is not None:
-        from rllib_fair.cli.experiment import load_experiments
+        from rllib_fair.cli.experiment_file import load_experiments
 
         specs = load_experiments(path)
     else:

@@ -5,187 +5,47 @@ a final table per experiment, and for ``--as-test`` a check that all pass criter
 on one and the same iteration.
 
 ``--as-test`` semantics: the pass criteria always contain the budget entry
-(:func:`rllib_fair.cli.experiment.budget_criterion`: env steps or iterations of at least
+(:func:`rllib_fair.cli.criteria.budget_criterion`: env steps or iterations of at least
 80% of the stop budget), so no iteration before that point can pass. A trial stops at
 its budget, or at the first iteration where every criterion holds together (which is
 then at 80-100% of the budget); the verdict is PASSED exactly when such an iteration
 exists, and it names that iteration, which is also the trial's last one (its final row
 and end checkpoint are the passing iteration).
+
+The progress lines are :mod:`rllib_fair.cli.progress`, the per-trial summaries
+:mod:`rllib_fair.cli.summary` and the printed tables :mod:`rllib_fair.cli.report`; this
+module wires Tune: stopper, callbacks, checkpoints, resume, schedulers and searchers.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from rllib_fair.cli.compare import finite_number as _num
-from rllib_fair.cli.compare import flatten, read_results
-from rllib_fair.cli.experiment import (
-    CONFIG_TRANSLATIONS,
-    Criterion,
-    Experiment,
-    budget_criterion,
-    param_space,
+from rllib_fair.cli.config_build import CONFIG_TRANSLATIONS
+from rllib_fair.cli.criteria import budget_criterion
+from rllib_fair.cli.experiment import Experiment, param_space
+from rllib_fair.cli.progress import make_progress_callback
+from rllib_fair.cli.results import finite_number as _num
+from rllib_fair.cli.results import flatten
+from rllib_fair.cli.summary import (
+    criteria_met,
+    error_line,
+    nonfinite_loss,
+    select_trial,
+    short_of_budget,
+    stopped_early,
+    summarize_trial,
 )
-
-RETURN_KEY = "env_runners/episode_return_mean"
-STEPS_KEY = "num_env_steps_sampled_lifetime"
-
-
-def gap_key(exp: Experiment) -> str:
-    """The result key of the main notion's gap."""
-    return f"fairness/{exp.config.resolved_fairness_notion()}/bias"
-
-
-def own_metrics(exp: Experiment):
-    """The algorithm's declared objective and targets, resolved for this experiment."""
-    from rllib_fair.rllib.targets import OwnMetrics
-
-    cfg = exp.config
-    declared = getattr(type(cfg), "own_metrics", OwnMetrics())
-    settings = {"fairness_disparity_source": getattr(cfg, "fairness_disparity_source", None)}
-    return declared.resolve(settings, cfg.resolved_fairness_notion())
-
-
-def criteria_met(criteria: list[Criterion], flat: dict[str, Any]) -> bool:
-    """True if every criterion holds on this one (flattened) result."""
-    return bool(criteria) and all(c.holds(_num(flat.get(c.metric))) for c in criteria)
-
-
-def _fmt(v: float | None, spec: str = ".4g") -> str:
-    return "-" if v is None else format(v, spec)
-
-
-def _budget(exp: Experiment) -> tuple[str, float] | None:
-    """The env-step or iteration budget of the stop block, for progress and ETA."""
-    for key in (STEPS_KEY, "training_iteration"):
-        if key in exp.stop:
-            return key, exp.stop[key]
-    return None
-
-
-def _eta(done: float, target: float, elapsed: float) -> str:
-    if done <= 0 or elapsed <= 0 or done >= target:
-        return "-"
-    left = elapsed * (target - done) / done
-    return f"{int(left // 60)}m{int(left % 60):02d}s"
-
-
-def _faults(exp: Experiment, flat: dict) -> dict:
-    from rllib_fair.rllib.health import fault_summary
-
-    cfg = exp.config
-    return fault_summary(flat, int(cfg.num_env_runners or 0), int(cfg.num_envs_per_env_runner or 1))
-
-
-def _make_tune_callback(exp: Experiment):
-    from ray import tune
-
-    gkey = gap_key(exp)
-    budget = _budget(exp)
-
-    class ProgressPrinter(tune.Callback):
-        """Prints one line per training iteration (and the runners' faults as they happen)."""
-
-        def __init__(self):
-            super().__init__()
-            self._seen_failures: dict[str, tuple[int, int]] = {}
-
-        def _print_env_errors(self, trial) -> None:
-            from rllib_fair.rllib.health import drain_env_errors
-
-            for line in drain_env_errors(trial.trial_id):
-                print(
-                    f"[{exp.name} {trial.trial_id}] ENV ERROR: {line}", file=sys.stderr, flush=True
-                )
-
-        def on_trial_complete(self, iteration, trials, trial, **info):
-            self._print_env_errors(trial)
-
-        def on_trial_error(self, iteration, trials, trial, **info):
-            self._print_env_errors(trial)
-
-        def on_trial_result(self, iteration, trials, trial, result, **info):
-            self._print_env_errors(trial)
-            flat = flatten(result)
-            steps_iter = _num(flat.get("env_runners/num_env_steps_sampled")) or 0.0
-            dt = _num(flat.get("time_this_iter_s")) or 0.0
-            sps = steps_iter / dt if dt > 0 else None
-            steps = int(_num(flat.get(STEPS_KEY)) or 0)
-            progress = f"env steps {steps:9d}"
-            if budget is not None:
-                key, target = budget
-                done = _num(flat.get(key)) or 0.0
-                elapsed = _num(flat.get("time_total_s")) or 0.0
-                if key == STEPS_KEY:
-                    progress += f"/{int(target)}"
-                else:
-                    progress += f" | iter target {int(target)}"
-                progress += (
-                    f" ({100 * min(done / target, 1):3.0f}%, ETA {_eta(done, target, elapsed)})"
-                )
-            faults = _faults(exp, flat)
-            health = ""
-            if faults["total"]:
-                health = f" | runners {faults['healthy']}/{faults['total']}"
-            if faults["restarts"] or faults["step_failures"]:
-                health += (
-                    f" | restarts {faults['restarts']}, env-step failures {faults['step_failures']}"
-                )
-            print(
-                f"[{exp.name} {trial.trial_id}] iter {int(flat.get('training_iteration', 0)):4d}"
-                f" | {progress}"
-                f" | return {_fmt(_num(flat.get(RETURN_KEY)), '10.3f')}"
-                f" | gap {_fmt(_num(flat.get(gkey)), '.4f')}"
-                f" | {_fmt(sps, '.0f')} steps/s{health}",
-                flush=True,
-            )
-            seen = self._seen_failures.get(trial.trial_id, (0, 0))
-            now = (faults["failures"], faults["step_failures"])
-            if now[0] > seen[0]:
-                print(
-                    f"[{exp.name} {trial.trial_id}] WARNING: {now[0] - seen[0]} env runner(s) "
-                    f"failed (env {exp.env}) before iteration "
-                    f"{int(flat.get('training_iteration', 0))}; RLlib restarts failed runners "
-                    f"(restart_failed_env_runners={exp.config.restart_failed_env_runners}); "
-                    "their episodes in progress are lost",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            if now[1] > seen[1]:
-                print(
-                    f"[{exp.name} {trial.trial_id}] WARNING: {now[1] - seen[1]} env step(s) "
-                    f"raised in env {exp.env}; the env was rebuilt "
-                    "(restart_failed_sub_environments)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            self._seen_failures[trial.trial_id] = now
-
-    return ProgressPrinter()
-
-
-def nonfinite_loss(flat: dict) -> str | None:
-    """The first learner loss of a (flattened) result that is NaN or infinite, or None."""
-    for key, value in flat.items():
-        if key.startswith("learners/") and key.endswith("loss"):
-            try:
-                f = float(value)
-            except (TypeError, ValueError):
-                continue
-            if not math.isfinite(f):
-                return f"{key} = {f}"
-    return None
 
 
 def _make_stopper(exp: Experiment, as_test: bool):
     from ray import tune
+    from ray.rllib.utils.annotations import override
 
     budget = dict(exp.stop)
     criteria = exp.pass_criteria if as_test else []
@@ -197,6 +57,7 @@ def _make_stopper(exp: Experiment, as_test: bool):
         cannot all hold before 80% of the budget.
         """
 
+        @override(tune.Stopper)
         def __call__(self, trial_id, result):
             flat = flatten(result)
             if nonfinite_loss(flat) is not None:
@@ -207,6 +68,7 @@ def _make_stopper(exp: Experiment, as_test: bool):
                     return True
             return criteria_met(criteria, flat)
 
+        @override(tune.Stopper)
         def stop_all(self):
             return False
 
@@ -360,7 +222,7 @@ def run_experiment(
             stop=_make_stopper(exp, as_test),
             checkpoint_config=tune.CheckpointConfig(**ckpt) if ckpt else None,
             callbacks=[
-                _make_tune_callback(exp),
+                make_progress_callback(exp),
                 interrupt.RunGuard(exp.name, every_minutes, str(exp_dir)),
             ],
             # Tune copies its experiment state to the storage path at most this often
@@ -397,90 +259,14 @@ def run_experiment(
         from rllib_fair.cli.storage import disk_full_message
 
         why = disk_full_message(exp_dir) or (
-            f"Ray Tune stopped the run: {type(e).__name__}: {_error_line(e)}"
+            f"Ray Tune stopped the run: {type(e).__name__}: {error_line(e)}"
         )
         raise RunError(f"{exp.name}: {why}") from e
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     wall = time.time() - t0
-    gkey = gap_key(exp)
-    own = own_metrics(exp)
-    trials = []
-    for res in grid:
-        df = res.metrics_dataframe
-        history = [] if df is None else df.to_dict("records")
-        last = history[-1] if history else {}
-        passed_at = next(
-            (
-                int(r.get("training_iteration", 0))
-                for r in history
-                if criteria_met(exp.pass_criteria, r)
-            ),
-            None,
-        )
-        best = {}
-        for c in exp.pass_criteria:
-            b = None
-            for r in history:
-                b = c.better(b, _num(r.get(c.metric)))
-            best[c.metric] = b
-        steps = _num(last.get(STEPS_KEY)) or 0.0
-        ttot = _num(last.get("time_total_s")) or 0.0
-        faults = _faults(exp, last)
-        from rllib_fair.cli.errors import explain_trial_error
-
-        error = (
-            explain_trial_error(res.error, checkpoint=_checkpoint_path(res)) if res.error else None
-        )
-        if error is None:
-            # the raw results: the dataframe fills keys an iteration lacked with NaN
-            bad = next(
-                (
-                    (int(r.get("training_iteration", 0) or 0), msg)
-                    for r in read_results(res.path)
-                    if (msg := nonfinite_loss(r)) is not None
-                ),
-                None,
-            )
-            if bad is not None:
-                error = (
-                    f"losses became non-finite at iteration {bad[0]} ({bad[1]}); lower lr, "
-                    "the fairness weights or the reward scale"
-                )
-        if error is None and history and steps <= 0:
-            error = (
-                f"sampled no env steps in {len(history)} iteration(s): every env runner "
-                "failed (see the warnings above)"
-            )
-        trials.append(
-            {
-                "trial": os.path.basename(res.path) if res.path else "?",
-                "path": res.path,
-                "error": error,
-                "error_full": str(res.error) if res.error else None,
-                "rates": {
-                    str(k).split("/rate/", 1)[1]: _num(v)
-                    for k, v in last.items()
-                    if str(k).startswith(f"{gkey.rsplit('/', 1)[0]}/rate/")
-                },
-                "faults": faults,
-                "checkpoint": _checkpoint_path(res),
-                "iterations": int(last.get("training_iteration", 0) or 0),
-                "env_steps": int(steps),
-                "return": _num(last.get(RETURN_KEY)),
-                "env_return": _num(last.get(own.env_reward.key)),
-                "objective": _num(last.get(own.objective.key)) if own.shaped else None,
-                "targets": {m.key: _num(last.get(m.key)) for m in own.constraints},
-                "gap": _num(last.get(gkey)),
-                "steps_per_s": steps / ttot if ttot > 0 else None,
-                "passed_at": passed_at,
-                "best": best,
-                "has_fairness": any(str(k).startswith("fairness/") for k in last),
-                "params": _grid_params(exp, res.config or {}),
-                "history": history,
-            }
-        )
+    trials = [summarize_trial(exp, res) for res in grid]
     summary = {"experiment": exp.name, "storage": str(storage), "wall_s": wall, "trials": trials}
     if state.manifest_errors:
         summary["manifest_errors"] = dict(state.manifest_errors)
@@ -492,9 +278,9 @@ def run_experiment(
             "unsaved": sorted(state.unsaved | state.waiting),
         }
     for t in trials:
-        t["stopped_early"] = _stopped_early(exp, t, as_test)
+        t["stopped_early"] = stopped_early(exp, t, as_test)
         if state.signum is None and not t["stopped_early"] and t["error"] is None:
-            t["error"] = _short_of_budget(exp, t, as_test)
+            t["error"] = short_of_budget(exp, t, as_test)
     if exp.selection is not None:
         summary["selection"] = select_trial(exp, trials)
         out = storage / exp.name / "selection.json"
@@ -506,7 +292,7 @@ def run_experiment(
             last = exp.selection.last_iterations if exp.selection is not None else 1
             summary["pareto"] = write_pareto(storage / exp.name, last=last)
         except Exception as e:  # noqa: BLE001 - the table must not cost the results
-            summary["pareto"] = {"error": f"{type(e).__name__}: {_error_line(e)}"}
+            summary["pareto"] = {"error": f"{type(e).__name__}: {error_line(e)}"}
     for t in trials:
         del t["history"]
     return summary
@@ -545,18 +331,6 @@ class _plain_tune_output:
         return False
 
 
-def _error_line(error: BaseException) -> str:
-    """The last meaningful line of a trial's error (the exception, not Ray's wrapping)."""
-    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
-    text = lines[-1] if lines else type(error).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-def _checkpoint_path(res) -> str | None:
-    ckpt = getattr(res, "checkpoint", None)
-    return getattr(ckpt, "path", None) if ckpt is not None else None
-
-
 def tune_config(exp: Experiment):
     """Tune's ``TuneConfig``: samples, scheduler, search algorithm, concurrency.
 
@@ -593,285 +367,3 @@ def tune_config(exp: Experiment):
 def _short_trial_name(trial) -> str:
     """``<trainable>_<trial id>``: the folder name of a search algorithm's trial."""
     return f"{trial.trainable_name}_{trial.trial_id}"
-
-
-def _stopped_early(exp: Experiment, trial: dict, as_test: bool) -> bool:
-    """True for a trial a scheduler stopped before its budget (not an error)."""
-    if exp.tune is None or exp.tune.scheduler is None or trial["error"] or not trial["history"]:
-        return False
-    last = trial["history"][-1]
-    if as_test and trial["passed_at"] is not None:
-        return False
-    return not any((_num(last.get(k)) or 0.0) >= v for k, v in exp.stop.items())
-
-
-def _short_of_budget(exp: Experiment, trial: dict, as_test: bool) -> str | None:
-    """Why a trial that ended without error is not done (one line), or None.
-
-    A trial ends at its budget, when ``--as-test`` criteria held, or by a scheduler;
-    ending anywhere else (seen once after a restore from a full disk) must not pass
-    for a finished run.
-    """
-    if not trial["history"] or (as_test and trial["passed_at"] is not None):
-        return None
-    last = trial["history"][-1]
-    if any((_num(last.get(k)) or 0.0) >= v for k, v in exp.stop.items()):
-        return None
-    budget = ", ".join(f"{k} {_plain_number(v)}" for k, v in exp.stop.items())
-    return (
-        f"ended at iteration {int(last.get('training_iteration') or 0)} before its budget "
-        f"({budget}) without an error; run again with --resume to continue it"
-    )
-
-
-def _plain_number(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else f"{v:g}"
-
-
-def _grid_params(exp: Experiment, config: dict) -> dict[str, Any]:
-    """The swept values a trial ran with (grids, spaces, seed), under the YAML's names."""
-    out = {}
-    keys = [*exp.grid, *exp.spaces]
-    if exp.tune is not None and exp.tune.scheduler is not None:
-        keys += [k for k in exp.tune.scheduler.mutations if k not in keys]
-    if exp.seeds:
-        keys.append("seed")
-    for key in keys:
-        attr = CONFIG_TRANSLATIONS.get(key, key)
-        for name in (key, attr, f"_{attr}"):  # properties are stored as _<name>
-            if name in config:
-                out[key] = config[name]
-                break
-        else:
-            out[key] = None
-    return out
-
-
-def select_trial(exp: Experiment, trials: list[dict]) -> dict:
-    """The ``selection`` rule over configurations (see :mod:`rllib_fair.cli.sweep`).
-
-    Trials with equal swept values apart from the seed form one configuration; its
-    disparity and reward are the means over its seeds (``*_std``: the spread).
-    """
-    from statistics import mean, pstdev
-
-    from rllib_fair.cli.sweep import (
-        RULES,
-        constant_disparity_note,
-        select_by_rule,
-        trailing_mean,
-    )
-
-    sel = exp.selection
-    by_config: dict[str, list[dict]] = {}
-    for t in trials:
-        params = {k: v for k, v in t["params"].items() if k != "seed"}
-        by_config.setdefault(json.dumps(params, sort_keys=True, default=str), []).append(t)
-    scores = []
-    for members in by_config.values():
-        score: dict[str, Any] = {
-            "trial": members[0]["trial"],
-            "trials": [t["trial"] for t in members],
-            "seeds": [t["params"].get("seed") for t in members] if exp.seeds else None,
-            "params": {k: v for k, v in members[0]["params"].items() if k != "seed"},
-        }
-        for what, key in (("disparity", sel.disparity), ("reward", sel.reward)):
-            vals = [trailing_mean(t["history"], key, sel.last_iterations) for t in members]
-            vals = [v for v in vals if v is not None]
-            score[what] = mean(vals) if vals else None
-            score[f"{what}_std"] = pstdev(vals) if len(vals) > 1 else None
-        scores.append(score)
-    chosen = select_by_rule(scores, sel.rule, sel.omega)
-    return {
-        "note": constant_disparity_note(sel.disparity),
-        "rule": RULES[sel.rule],
-        "disparity_key": sel.disparity,
-        "reward_key": sel.reward,
-        "omega": sel.omega,
-        "last_iterations": sel.last_iterations,
-        "scores": scores,
-        "selected": None if chosen is None else scores[chosen],
-    }
-
-
-def print_table(exp: Experiment, summary: dict, *, file=None) -> None:
-    """Prints the final results table of one experiment (to ``sys.stdout`` by default).
-
-    Columns: the env's return, the algorithm's own objective when it trains on another
-    reward (R-TD3's relaxed return), the main notion's gap and each of the algorithm's
-    own fairness targets (:mod:`rllib_fair.rllib.targets`); a legend below names the
-    key and meaning of every column.
-    """
-    from rllib_fair.rllib.targets import gap_meaning
-
-    file = sys.stdout if file is None else file
-    notion = exp.config.resolved_fairness_notion()
-    own = own_metrics(exp)
-    gkey = gap_key(exp)
-    extra = [m for m in own.constraints if m.key != gkey]
-    ret_name = own.env_reward.name if own.shaped else "return"
-    cols = [(ret_name, "env_return", ".3f")]
-    if own.shaped:
-        cols.append((own.objective.name, "objective", ".3f"))
-    cols.append((f"gap ({notion})", "gap", ".4f"))
-    cols += [(m.name, m.key, ".4f") for m in extra]
-    widths = [max(11, len(name)) for name, _, _ in cols]
-    # trial folder names are printed whole: cut, they lose the trial id and the values
-    tw = max([len("trial"), *(len(t["trial"]) for t in summary["trials"])])
-    head = f"{'trial':<{tw}} {'iters':>5} {'env steps':>10} " + " ".join(
-        f"{name:>{w}}" for (name, _, _), w in zip(cols, widths, strict=True)
-    )
-    head += f" {'steps/s':>8}"
-    print(f"\n== {exp.name}: {exp.run} on {exp.env} ({summary['wall_s']:.0f} s) ==", file=file)
-    print(head, file=file)
-    print("-" * len(head), file=file)
-    for t in summary["trials"]:
-        values = []
-        for _, what, spec in cols:
-            if what == "env_return":
-                v = t.get("env_return", t["return"])
-            elif what in ("objective", "gap"):
-                v = t.get(what)
-            else:
-                v = (t.get("targets") or {}).get(what)
-            values.append(_fmt(v, spec))
-        print(
-            f"{t['trial']:<{tw}} {t['iterations']:>5} {t['env_steps']:>10} "
-            + " ".join(f"{v:>{w}}" for v, w in zip(values, widths, strict=True))
-            + f" {_fmt(t['steps_per_s'], '.0f'):>8}",
-            file=file,
-        )
-        if t["error"]:
-            print(f"  error: {t['error']}", file=file)
-        elif t.get("stopped_early"):
-            print(
-                f"  stopped early by the {exp.tune.scheduler.type} scheduler (not an error)",
-                file=file,
-            )
-        f = t.get("faults") or {}
-        if f.get("total") or f.get("step_failures"):
-            print(
-                f"  env runners: {f['healthy']}/{f['total']} healthy at the end, "
-                f"{f['restarts']} restarted, {f['failures']} failed, "
-                f"{f['episodes_lost']} episode(s) lost in progress, "
-                f"{f['step_failures']} env-step failure(s)",
-                file=file,
-            )
-        if t.get("rates"):
-            rates = ", ".join(f"{g} {_fmt(v, '.4f')}" for g, v in t["rates"].items())
-            print(f"  rates per group: {rates}", file=file)
-        if t.get("checkpoint"):
-            print(f"  checkpoint: {t['checkpoint']}", file=file)
-    print("values of each trial's last iteration:", file=file)
-    print(f"  {ret_name}: {own.env_reward.meaning} ({own.env_reward.key})", file=file)
-    if own.shaped:
-        print(
-            f"  {own.objective.name} ({exp.run}'s objective): {own.objective.meaning} "
-            f"({own.objective.key})",
-            file=file,
-        )
-    print(
-        f"  gap ({notion}) = {gap_meaning(notion)}, over the last iteration's steps ({gkey}); "
-        "rates per group: that estimand",
-        file=file,
-    )
-    for m in own.constraints:
-        where = f"in the gap ({notion}) column" if m.key == gkey else f"the {m.name} column"
-        print(f"  {exp.run}'s own target, {where}: {m.meaning} ({m.key})", file=file)
-    if not own.constraints:
-        print(f"  {exp.run}'s own target: none ({own.note})", file=file)
-    elif own.note:
-        print(f"  {exp.run} optimises {own.note}", file=file)
-    for t in summary["trials"]:
-        if t.get("params"):
-            params = ", ".join(f"{k}={v}" for k, v in t["params"].items())
-            print(f"  {t['trial']}: {params}", file=file)
-    sel = summary.get("selection")
-    if sel is not None:
-        chosen = sel["selected"]
-        if chosen is None:
-            print(
-                f"selection (Alg. 2): no trial reported both {sel['disparity_key']} and "
-                f"{sel['reward_key']}",
-                file=file,
-            )
-        else:
-            params = ", ".join(f"{k}={v}" for k, v in chosen["params"].items()) or "-"
-            rule = (
-                f"Alg. 2, omega {sel['omega']:g}"
-                if exp.selection.rule == "sellf"
-                else exp.selection.rule
-            )
-            spread = ""
-            if chosen.get("seeds"):
-                spread = (
-                    f", mean over seeds {chosen['seeds']} (std {_fmt(chosen['disparity_std'])}"
-                    f", {_fmt(chosen['reward_std'], '.3f')})"
-                )
-            print(
-                f"selected ({rule}, {sel['disparity_key']} "
-                f"{chosen['disparity']:.4f}, {sel['reward_key']} {chosen['reward']:.3f}, "
-                f"mean of last {sel['last_iterations']}{spread}): {chosen['trial']} {params}",
-                file=file,
-            )
-        if sel.get("note"):
-            print(f"  note: {sel['note']}", file=file)
-        print(f"selection: {summary['storage']}/{exp.name}/selection.json", file=file)
-    pareto = summary.get("pareto")
-    if pareto is not None:
-        if "error" in pareto:
-            print(f"pareto front: not written ({pareto['error']})", file=file)
-        else:
-            print(
-                "\nreward-gap Pareto front over configurations (* = on the front; mean +- std "
-                "over seeds):",
-                file=file,
-            )
-            print(pareto["table"], file=file)
-            print(f"pareto: {', '.join(pareto['files'])}", file=file)
-    print(f"results: {summary['storage']}/{exp.name}", file=file)
-
-
-def print_side_by_side(done: list[tuple[Experiment, dict]], *, file=None) -> None:
-    """One line per trial of every experiment of the file, for a direct comparison."""
-    file = sys.stdout if file is None else file
-    head = f"{'experiment':<28} {'algo':<9} {'env':<24} {'return':>11} {'gap':>8}  rates"
-    print("\n== side by side ==", file=file)
-    print(head, file=file)
-    print("-" * len(head), file=file)
-    for exp, summary in done:
-        notion = exp.config.resolved_fairness_notion()
-        for t in summary["trials"]:
-            rates = ", ".join(f"{g} {_fmt(v, '.3f')}" for g, v in (t.get("rates") or {}).items())
-            print(
-                f"{exp.name[:28]:<28} {exp.run:<9} {exp.env[:24]:<24} "
-                f"{_fmt(t['return'], '11.3f'):>11} {_fmt(t['gap'], '.4f'):>8}  "
-                f"{notion}: {rates or '-'}",
-                file=file,
-            )
-    print("(rllib-fair compare RESULTS for seeds, spread and plots)", file=file)
-
-
-def check_pass(exp: Experiment, summary: dict) -> tuple[bool, str]:
-    """Checks --as-test: every trial must meet all criteria on one iteration.
-
-    The criteria include the budget entry, so that iteration lies at 80-100% of the
-    budget; with ``--as-test`` the trial stopped there.
-    """
-    if not exp.pass_criteria:
-        return False, f"{exp.name}: --as-test needs a pass_criteria block in the YAML file"
-    failures = []
-    for t in summary["trials"]:
-        if t["error"]:
-            failures.append(f"trial {t['trial']} failed: {t['error']}")
-        elif t["passed_at"] is None:
-            best = ", ".join(
-                f"{c.metric} best {_fmt(t['best'].get(c.metric))} (needs {c.describe()})"
-                for c in exp.pass_criteria
-            )
-            failures.append(f"trial {t['trial']} never met all criteria on one iteration: {best}")
-    if failures:
-        return False, f"{exp.name}: FAILED: " + "; ".join(failures)
-    its = ", ".join(str(t["passed_at"]) for t in summary["trials"])
-    crit = " AND ".join(f"{c.metric} {c.describe()}" for c in exp.pass_criteria)
-    return True, f"{exp.name}: PASSED ({crit}) at iteration(s) {its}"

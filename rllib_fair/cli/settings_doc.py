@@ -81,7 +81,7 @@ def _keys(patterns: tuple[str, ...], title: str) -> list[str]:
 def render() -> str:
     """The whole reference, as Markdown."""
     from rllib_fair.algorithms import ALGORITHMS, get_config_class
-    from rllib_fair.cli.experiment import CONFIG_TRANSLATIONS
+    from rllib_fair.cli.config_build import CONFIG_TRANSLATIONS
     from rllib_fair.envs import ENV_IDS, env_class, env_info
     from rllib_fair.envs.declared import env_declarations
     from rllib_fair.rllib.config import FairnessConfigMixin

@@ -424,11 +424,16 @@ class FairnessConfigMixin:
     def validate(self) -> None:
         """Checks the declared settings and rules, then RLlib's and the env-dependent ones.
 
-        The declared ones (:mod:`rllib_fair.settings`) come first; then RLlib's own
-        checks and the fairness checks the declarations cannot express (they need the env).
+        The declared ones (:mod:`rllib_fair.settings`) come first, then the RLlib settings
+        this config changes from its defaults (:mod:`rllib_fair.rllib.rllib_settings`);
+        then RLlib's own checks and the fairness checks the declarations cannot express
+        (they need the env).
         Nothing is set here: what this config derives for RLlib is set by :meth:`freeze`.
         """
+        from rllib_fair.rllib.rllib_settings import check_rllib_settings
+
         check_object(self)
+        check_rllib_settings(self)
         super().validate()
         self.validate_fairness()
 

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from rllib_fair.cli import main
-from rllib_fair.cli.runner import flatten
+from rllib_fair.cli.results import flatten
 
 pytestmark = [
     pytest.mark.ray,

@@ -513,7 +513,8 @@ def test_algos_columns_line_up(capsys):
 
 def test_yaml_scientific_notation_and_legacy_keys_are_understood(tmp_path):
     """``5e-5`` is a float (PyYAML alone reads it as a string); old keys are translated."""
-    from rllib_fair.cli.experiment import load_experiments, parse_overrides, validate_experiment
+    from rllib_fair.cli.experiment import validate_experiment
+    from rllib_fair.cli.experiment_file import load_experiments, parse_overrides
 
     text = yaml.safe_dump({"exp": changed((("pass_criteria",), DELETE))}, sort_keys=False)
     text += "  pass_criteria:\n    episode_reward_mean: {min: 1e9}\n    training_iteration: 2\n"
@@ -543,7 +544,7 @@ def _summary_table(run: str, env: str, trial: dict, config: dict | None = None) 
     import io
 
     from rllib_fair.cli.experiment import validate_experiment
-    from rllib_fair.cli.runner import print_table
+    from rllib_fair.cli.report import print_table
 
     spec = {"run": run, "env": env, "stop": {ITER_KEY: 1}, "config": config or {}}
     exp = validate_experiment("exp", spec)
@@ -936,7 +937,7 @@ def test_train_with_a_remote_env_runner(tmp_path, ray_session, capsys):
 @pytest.mark.ray
 def test_grid_search_runs_every_point_and_selects_by_alg_2(tmp_path, ray_session, capsys):
     """A two-value grid runs two trials; selection.json is Alg. 2 over their results."""
-    from rllib_fair.cli.runner import flatten
+    from rllib_fair.cli.results import flatten
     from rllib_fair.cli.sweep import select, trailing_mean
 
     spec = changed(

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from rllib_fair.cli import main
-from rllib_fair.cli.compare import pareto
+from rllib_fair.cli.tables import pareto
 
 
 def test_pareto_front():
@@ -302,15 +302,15 @@ def test_frontier_plots_keep_titles_and_coincident_points(tmp_path):
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    from rllib_fair.cli import compare as cmp
+    from rllib_fair.cli import plots, tables, trials
 
     results = tmp_path / "results"
     same = {"env_runners/episode_return_mean": 11.9, "fairness/demographic_parity/bias": 0.0}
     for name in ("Maxmin", "MaxminFair", "MyopicFair"):
         params = {"env": "fair/ReplicatorAdult-v0", "seed": 0}
         _trial(results, f"adult-{name.lower()}", name, params, [same])
-    configs = cmp.group(cmp.find_trials([str(results)]))
-    rows = cmp.summarize(configs)
+    configs = trials.group(trials.find_trials([str(results)]))
+    rows = tables.summarize(configs)
     drawn = []
     original = Figure.savefig
 
@@ -324,11 +324,11 @@ def test_frontier_plots_keep_titles_and_coincident_points(tmp_path):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Figure, "savefig", spy)
-        cmp.plot(configs, rows, tmp_path)
+        plots.plot(configs, rows, tmp_path)
     fig, title_inside = drawn[0]  # the frontier
     assert title_inside
     ax = fig.axes[0]
-    points = [line for line in ax.lines if line.get_marker() in cmp._MARKERS]
+    points = [line for line in ax.lines if line.get_marker() in plots._MARKERS]
     assert len(points) == 3
     assert len({(p.get_marker(), p.get_markersize()) for p in points}) == 3
     assert all(p.get_markerfacecolor() == "none" for p in points)  # hollow: none hides another

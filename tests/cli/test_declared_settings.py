@@ -19,7 +19,8 @@ import yaml
 
 from rllib_fair.algorithms import ALGORITHMS, get_config_class
 from rllib_fair.cli import main
-from rllib_fair.cli.experiment import CONFIG_TRANSLATIONS, ExperimentError, validate_experiment
+from rllib_fair.cli.config_build import CONFIG_TRANSLATIONS
+from rllib_fair.cli.experiment import ExperimentError, validate_experiment
 from rllib_fair.envs import ENV_IDS
 from rllib_fair.envs.declared import env_declarations
 from rllib_fair.settings import RLLIB_SETTINGS, Setting, check_values, collect, show
@@ -647,7 +648,8 @@ def test_declared_result_keys_cover_what_a_run_reports(run, ray_session):
     """One iteration of every base algorithm on its smoke env: every key it reports under
     env_runners/, learners/, perf/ and its own namespace is declared (so no valid key is
     refused)."""
-    from rllib_fair.cli.experiment import build_config, reported_patterns
+    from rllib_fair.cli.config_build import build_config
+    from rllib_fair.cli.metric_keys import reported_patterns
     from rllib_fair.settings import matches
 
     spec = ALGORITHMS[run]

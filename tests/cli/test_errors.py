@@ -16,7 +16,7 @@ import pickle
 import pytest
 
 from rllib_fair.cli.errors import MAX_CHARS, explain_trial_error, find_unreadable_file
-from rllib_fair.cli.runner import _error_line
+from rllib_fair.cli.summary import error_line
 
 LEARNER_ADVICE = (
     "RLlib does not restart learners, so the trial stopped; continue from its last "
@@ -108,7 +108,7 @@ def test_learner_killed_mid_update_is_named_not_the_peer_socket_error():
         GLOO,
     )
     error = task_error("FairPPO", "train", text, RuntimeError(GLOO))
-    assert _error_line(error).startswith("RuntimeError: [/__w/pytorch")  # before: the symptom
+    assert error_line(error).startswith("RuntimeError: [/__w/pytorch")  # before: the symptom
     assert check_one_line(explain_trial_error(error)) == (
         "a learner process died: learner pid 28631 lost its connection to a peer learner "
         "(Connection closed by peer); " + LEARNER_ADVICE
@@ -278,9 +278,9 @@ def test_truncated_module_checkpoint_restored_here_names_the_file(tmp_path):
 def test_other_errors_give_their_last_line_as_before():
     text = trainable_traceback("ValueError: lr must be positive")
     error = task_error("FairPPO", "train", text, ValueError("lr must be positive"))
-    assert explain_trial_error(error) == _error_line(error) == "ValueError: lr must be positive"
+    assert explain_trial_error(error) == error_line(error) == "ValueError: lr must be positive"
     plain = RuntimeError("first line\n  \nthe cause\n")
-    assert explain_trial_error(plain) == _error_line(plain) == "the cause"
+    assert explain_trial_error(plain) == error_line(plain) == "the cause"
     assert explain_trial_error(KeyError()) == "KeyError"
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from rllib_fair.cli import main
-from rllib_fair.cli.runner import flatten
+from rllib_fair.cli.results import flatten
 from rllib_fair.envs.lending import LendingEnv
 
 # the module-scoped fixture is computed once: keep these tests on one xdist worker

@@ -108,7 +108,7 @@ def test_default_selection_metric_without_selective_labels_is_the_long_term_gap(
 def test_grid_experiment_validates_and_builds_a_tune_space():
     from pathlib import Path
 
-    from rllib_fair.cli.experiment import load_experiments
+    from rllib_fair.cli.experiment_file import load_experiments
 
     path = Path(__file__).parents[2] / "tuned_examples/sellf/lending_fico-sellf-grid.yaml"
     ((name, spec),) = load_experiments(path).items()
@@ -145,7 +145,7 @@ def test_grid_value_errors_name_the_key_and_value():
 
 def test_trial_params_are_read_back_under_the_yaml_names():
     """Tune's resolved config stores lambda as ``lambda`` and properties as ``_<name>``."""
-    from rllib_fair.cli.runner import _grid_params
+    from rllib_fair.cli.summary import grid_params
 
     spec = {
         "run": "PPO",
@@ -160,7 +160,7 @@ def test_trial_params_are_read_back_under_the_yaml_names():
     space = param_space(exp).to_dict()
     assert space["lambda"] == {"grid_search": [0.9, 1.0]}
     resolved = {"lambda": 1.0, "_train_batch_size_per_learner": 400, "lr": 0.1}
-    assert _grid_params(exp, resolved) == {"lambda": 1.0, "train_batch_size_per_learner": 400}
+    assert grid_params(exp, resolved) == {"lambda": 1.0, "train_batch_size_per_learner": 400}
 
 
 def test_selection_on_a_disparity_that_is_zero_by_construction_says_so():
@@ -169,7 +169,8 @@ def test_selection_on_a_disparity_that_is_zero_by_construction_says_so():
     say that the selection then reduces to the highest reward."""
     import io
 
-    from rllib_fair.cli.runner import print_table, select_trial
+    from rllib_fair.cli.report import print_table
+    from rllib_fair.cli.summary import select_trial
 
     spec = {
         "run": "PPO",

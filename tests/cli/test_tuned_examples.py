@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rllib_fair.cli.experiment import LEGACY_RESULT_KEYS, load_experiments, validate_experiment
+from rllib_fair.cli.experiment import validate_experiment
+from rllib_fair.cli.experiment_file import load_experiments
+from rllib_fair.cli.result_keys import LEGACY_RESULT_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted((ROOT / "tuned_examples").glob("*/*.yaml"))

@@ -15,16 +15,10 @@ import pytest
 import yaml
 
 from rllib_fair.cli import main
-from rllib_fair.cli.compare import (
-    Trial,
-    format_pareto,
-    group,
-    pareto,
-    pareto_front,
-    summarize,
-)
 from rllib_fair.cli.experiment import ExperimentError, param_space, validate_experiment
 from rllib_fair.cli.sweep import select_by_rule
+from rllib_fair.cli.tables import format_pareto, pareto, pareto_front, summarize
+from rllib_fair.cli.trials import Trial, group
 
 ROOT = Path(__file__).resolve().parents[2]
 RETURN_KEY = "env_runners/episode_return_mean"
@@ -488,7 +482,7 @@ def test_selection_rules():
 
 
 def test_selection_averages_each_configuration_over_its_seeds():
-    from rllib_fair.cli.runner import select_trial
+    from rllib_fair.cli.summary import select_trial
 
     exp = validate_experiment(
         "exp",

@@ -172,3 +172,36 @@ def env_declarations(env_id: str) -> tuple[dict[str, Setting], tuple[Rule, ...],
     cls = env_class(env_id)
     settings, rules = collect(cls)
     return settings, rules, constructor_defaults(cls)
+
+
+#: What :func:`declared_value` returns for an argument with no value and no default.
+NO_VALUE = object()
+
+
+def declared_value(env: Any, env_config: Mapping | None, name: str) -> Any:
+    """The value constructor argument ``name`` takes for ``env`` built with ``env_config``.
+
+    Read without building anything: the ``env_config`` entry, else the registered
+    gymnasium spec's keyword arguments, else the constructor's default
+    (:func:`constructor_defaults`). ``env`` as in :func:`rllib_fair.envs.env_class_of`.
+    The value is as given, not checked (the constructor checks it when the env is built).
+
+    Returns:
+        The value, or :data:`NO_VALUE` where the class cannot be resolved or names no
+        such argument.
+    """
+    import gymnasium
+
+    from rllib_fair.envs import env_class_of
+
+    config = dict(env_config or {})
+    if name in config:
+        return config[name]
+    if isinstance(env, str):
+        spec = gymnasium.registry.get(env.split(":", 1)[1] if ":" in env else env)
+        if spec is not None and name in (spec.kwargs or {}):
+            return spec.kwargs[name]
+    cls = env_class_of(env)
+    if cls is None:
+        return NO_VALUE
+    return constructor_defaults(cls).get(name, NO_VALUE)

@@ -222,17 +222,7 @@ class QuarterlyLendingEnv(FairEnvMixin, gym.Env):
         bias: dict | None = None,
         **knobs: Any,
     ) -> None:
-        unknown = sorted(set(knobs) - set(BIAS_KEYS))
-        if unknown:
-            raise ValueError(
-                f"{unknown[0]}: unknown argument; valid bias knobs: {', '.join(BIAS_KEYS)}"
-            )
-        if bias is not None and not isinstance(bias, dict):
-            raise ValueError(f"bias={_fmt(bias)}: expected a dict of bias knobs")
-        bias = {**(bias or {}), **knobs}
-        bad = sorted(set(bias) - set(BIAS_KEYS))
-        if bad:
-            raise ValueError(f"bias: unknown knob {bad[0]!r}; valid: {', '.join(BIAS_KEYS)}")
+        bias = self._bias_knobs(bias, knobs)
         dim = as_count("dim", dim, minimum=100)
         num_partitions = as_count("num_partitions", num_partitions, minimum=2)
         if dim > 10**7 or num_partitions > dim // 8:
@@ -287,6 +277,39 @@ class QuarterlyLendingEnv(FairEnvMixin, gym.Env):
         self._problem: QuarterlyProblem | None = None
         self._q = -1
         self._x: np.ndarray | None = None
+
+    @staticmethod
+    def _bias_knobs(bias: Any, knobs: dict[str, Any]) -> dict[str, Any]:
+        """The bias knobs of ``bias`` and the keyword knobs, merged (one-line errors)."""
+        unknown = sorted(set(knobs) - set(BIAS_KEYS))
+        if unknown:
+            raise ValueError(
+                f"{unknown[0]}: unknown argument; valid bias knobs: {', '.join(BIAS_KEYS)}"
+            )
+        if bias is not None and not isinstance(bias, dict):
+            raise ValueError(f"bias={_fmt(bias)}: expected a dict of bias knobs")
+        bias = {**(bias or {}), **knobs}
+        bad = sorted(set(bias) - set(BIAS_KEYS))
+        if bad:
+            raise ValueError(f"bias: unknown knob {bad[0]!r}; valid: {', '.join(BIAS_KEYS)}")
+        return bias
+
+    @classmethod
+    def feature_names_for(cls, env_config: dict[str, Any] | None) -> tuple[str, ...]:
+        """``feature_names`` of this env built with ``env_config``; builds nothing.
+
+        The names follow the bias knobs alone (:meth:`BiasOnDemandConfig.feature_names`).
+
+        Raises:
+            ValueError: one line, for an unknown or bad bias knob.
+        """
+        config = dict(env_config or {})
+        knobs = {k: v for k, v in config.items() if k in BIAS_KEYS}
+        bias = cls._bias_knobs(config.get("bias"), knobs)
+        try:
+            return BiasOnDemandConfig().replace(**bias).feature_names()
+        except (TypeError, ValueError) as err:
+            raise ValueError(" ".join(str(err).split())) from None
 
     # -------------------------------------------------------------------- episode
     def reset(

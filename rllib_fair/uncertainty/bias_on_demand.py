@@ -129,6 +129,15 @@ class BiasOnDemandConfig:
             l_m_y_non_linear=False,
         )
 
+    def feature_names(self) -> tuple[str, ...]:
+        """Names of the feature columns :func:`generate` returns for this config.
+
+        ``"P"`` (the proxy, ``l_m`` non-zero) or ``"R"``, left out with ``l_o``; then
+        ``"Q"`` and ``"A"``.
+        """
+        first = () if self.l_o else ("P" if self.l_m != 0 else "R",)
+        return (*first, "Q", "A")
+
     def replace(self, **changes) -> BiasOnDemandConfig:
         """Returns a copy with ``changes`` applied (validated)."""
         return dataclasses.replace(self, **changes)
@@ -257,12 +266,8 @@ def generate(
     else:
         s = r - cfg.l_q * q - cfg.l_y * a - cfg.l_m_y * a + n_y + cfg.l_y_b * r * a
     s_real = r - cfg.l_q * q - cfg.l_y * a + n_y + cfg.l_y_b * r * a
-    if cfg.l_m != 0:
-        first = r - a * cfg.l_m + n_p  # proxy R~ = R - beta_R^(m) A + N  (Eq. 5a)
-        first_name = "P"
-    else:
-        first = r
-        first_name = "R"
+    proxy = cfg.l_m != 0
+    first = r - a * cfg.l_m + n_p if proxy else r  # proxy R~ = R - beta_R^(m) A + N  (Eq. 5a)
 
     # Under-sampling of A = 1 (representation bias), generate_dataset.py lines 86-94.
     keep = np.ones(dim, dtype=bool)
@@ -275,7 +280,7 @@ def generate(
         )
     if n_keep > 0:
         if cfg.l_r:
-            if compat and first_name == "P":
+            if compat and proxy:
                 raise KeyError("R")  # BiasOnDemand sorts by 'R' on a table that holds 'P'
             # pandas sort_values(by='R') is quicksort: ties (measure zero here) may order
             # differently; R is continuous so the kept set is the same.
@@ -295,15 +300,11 @@ def generate(
         group = 1 - group  # relabel: the biased group becomes group 0
     biased_group = 1 if disadvantaged_group == 1 else 0
 
-    columns, names = [], []
-    if not cfg.l_o:
-        columns.append(first)
-        names.append(first_name)
+    columns = [] if cfg.l_o else [first]
     columns += [q.astype(np.float64), group.astype(np.float64)]
-    names += ["Q", "A"]
     data = BiasOnDemandData(
         features=np.column_stack(columns),
-        feature_names=tuple(names),
+        feature_names=cfg.feature_names(),
         group=group,
         y=y,
         y_real=y_real,

@@ -3,7 +3,8 @@
 The myopic baselines and L-UCBFair do not learn the dynamics: their modules solve or plan
 against the environment's own model (its one-step objective, its replicator state map),
 built on every process that needs it from the same registered id and ``env_config`` the
-env runners use.
+env runners use. A config checks the env without building it (:func:`model_env_class`,
+:func:`rllib_fair.envs.declared.declared_value`); the algorithm and its module build it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,18 @@ def model_env_id(env: Any, *, user: str) -> str:
             "(fair/Replicator-v0, fair/ReplicatorAdult-v0)"
         )
     return env.split(":", 1)[1] if ":" in env else env
+
+
+def model_env_class(env: Any, *, user: str) -> type | None:
+    """The class of the env ``user`` would build (constructs nothing), or None if unknown.
+
+    Raises:
+        ValueError: one line, for an ``env`` that is not a registered id string.
+    """
+    from rllib_fair.envs import env_class_of
+
+    model_env_id(env, user=user)
+    return env_class_of(env)
 
 
 def make_model_env(env: Any, env_config: dict | None, *, user: str):

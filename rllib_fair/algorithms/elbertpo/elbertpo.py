@@ -180,21 +180,24 @@ class ELBERTPOConfig(FairPPOConfig):
         return get_notion(self.resolved_fairness_notion()).n_pairs, meta["n_groups"]
 
     def resolved_episode_length(self) -> int:
-        """``episode_length`` or the env's ``max_steps``."""
+        """``episode_length`` or the env's ``max_steps``.
+
+        The env's ``max_steps`` is read from ``env_config`` and the env class's
+        constructor default (:func:`rllib_fair.envs.declared.declared_value`); nothing is
+        built.
+        """
         if self.episode_length is not None:
             return int(self.episode_length)
-        import gymnasium as gym
+        from numbers import Integral
 
-        env = gym.make(self.env, **dict(self.env_config or {}))
-        try:
-            length = getattr(env.unwrapped, "max_steps", None)
-        finally:
-            env.close()
-        if not isinstance(length, int) or length < 1:
+        from rllib_fair.envs.declared import declared_value
+
+        length = declared_value(self.env, self.env_config, "max_steps")
+        if isinstance(length, bool) or not isinstance(length, Integral) or length < 1:
             raise ValueError(
                 f"episode_length: None but env {self.env!r} has no max_steps; valid: a positive int"
             )
-        return length
+        return int(length)
 
     def use_soft_bias(self) -> bool:
         """Whether h uses the soft gap."""

@@ -166,11 +166,6 @@ class FPPOLConfig(POCARConfig):
                 f"env: {self.env!r} emits no credit_bin infos; valid: fair/LendingDrift-v0 or "
                 "an env class with QUALIFICATION_INFO = True"
             )
-        if not self.fairness_metrics:
-            raise ValueError(
-                "fairness_metrics: False is invalid for FPPOLConfig (its metrics callback "
-                "attaches dW_t); valid: true"
-            )
 
 
 class FPPOL(PPO):

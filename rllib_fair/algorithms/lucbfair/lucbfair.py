@@ -52,7 +52,7 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
-from rllib_fair.algorithms.common.model_env import make_model_env
+from rllib_fair.algorithms.common.model_env import make_model_env, model_env_class
 from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.common.torch.no_op_torch_learner import NoOpLearner
 from rllib_fair.algorithms.lucbfair import lsvi
@@ -60,6 +60,8 @@ from rllib_fair.algorithms.lucbfair.core import LUCBFairCore, Settings
 from rllib_fair.algorithms.lucbfair.features import FEATURE_MAPS, make_feature_map, region_grid
 from rllib_fair.algorithms.lucbfair.regret import DEFAULT_NUS, OptimumReference, RegretTracker
 from rllib_fair.algorithms.lucbfair.torch.lucbfair_torch_rl_module import LUCBFairRLModule
+from rllib_fair.envs.base import as_count
+from rllib_fair.envs.declared import NO_VALUE, declared_value
 from rllib_fair.rllib.config import FairnessConfigMixin
 from rllib_fair.rllib.targets import SQUARED_DISPARITY, OwnMetrics
 from rllib_fair.settings import Rule, Setting, bool_setting, choice, integer, number
@@ -311,7 +313,22 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         """``H``: ``horizon`` or the env's ``max_steps``."""
         if self.horizon is not None:
             return int(self.horizon)
-        return int(make_model_env(self.env, self.env_config, user="L-UCBFair").max_steps)
+        return self.env_max_steps()
+
+    def env_max_steps(self) -> int:
+        """The env's ``max_steps``, read from ``env_config`` and its class (nothing is built).
+
+        Raises:
+            ValueError: one line, for an env whose class has no ``max_steps`` argument or
+                a ``max_steps`` that is not an integer >= 1.
+        """
+        value = declared_value(self.env, self.env_config, "max_steps")
+        if value is NO_VALUE:
+            raise ValueError(
+                f"env: {self.env!r} is invalid for L-UCBFair (no max_steps); valid "
+                "choices: fair/Replicator-v0, fair/ReplicatorAdult-v0"
+            )
+        return as_count("max_steps", value)
 
     def settings(self) -> Settings:
         """The numpy core's :class:`Settings` with every None default resolved."""
@@ -366,9 +383,7 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
         if (
             "include_time" not in env_config
             and self.env is not None
-            and hasattr(
-                make_model_env(self.env, env_config, user="L-UCBFair"), "q_from_observation"
-            )
+            and hasattr(model_env_class(self.env, user="L-UCBFair"), "q_from_observation")
         ):
             env_config["include_time"] = True
         return env_config
@@ -385,26 +400,29 @@ class LUCBFairConfig(FairnessConfigMixin, AlgorithmConfig):
 
         A replicator ``env_config`` without ``include_time`` is checked as it will run,
         with ``include_time=True`` (:meth:`resolve_derived` sets it: the module needs the
-        step index); an explicit False is an error.
+        step index); an explicit False is an error. The env is checked on its class and
+        its declared arguments; nothing is built here (the algorithm and its module build
+        it in their setup).
         """
         super().validate()
         if self.env is None:
             return
-        env = make_model_env(self.env, self.env_config_with_time(), user="L-UCBFair")
-        if not hasattr(env, "q_from_observation"):
+        if not hasattr(model_env_class(self.env, user="L-UCBFair"), "q_from_observation"):
             raise ValueError(
                 f"env: {self.env!r} is invalid for L-UCBFair (no replicator state); valid "
                 "choices: fair/Replicator-v0, fair/ReplicatorAdult-v0"
             )
-        if not getattr(env, "include_time", False):
+        include_time = declared_value(self.env, self.env_config_with_time(), "include_time")
+        if not (isinstance(include_time, (bool, np.bool_)) and include_time):
             raise ValueError(
-                "env_config.include_time: False is invalid for L-UCBFair (the module indexes "
-                "its per-step weights by the time feature); valid: true"
+                f"env_config.include_time: {include_time!r} is invalid for L-UCBFair (the "
+                "module indexes its per-step weights by the time feature); valid: true"
             )
-        if self.horizon is not None and int(self.horizon) != int(env.max_steps):
+        max_steps = self.env_max_steps()
+        if self.horizon is not None and int(self.horizon) != max_steps:
             raise ValueError(
                 f"horizon: {self.horizon!r} is invalid; valid: the env's max_steps "
-                f"({env.max_steps}) or None"
+                f"({max_steps}) or None"
             )
 
 

@@ -39,7 +39,7 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
-from rllib_fair.algorithms.common.model_env import make_model_env
+from rllib_fair.algorithms.common.model_env import model_env_class
 from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.common.torch.no_op_torch_learner import NoOpLearner
 from rllib_fair.algorithms.myopic.torch.myopic_torch_rl_module import MyopicRLModule
@@ -157,11 +157,15 @@ class MyopicConfig(FairnessConfigMixin, AlgorithmConfig):
 
     @override(AlgorithmConfig)
     def validate(self) -> None:
-        """RLlib's and the fairness checks, then the baseline's (one-line messages)."""
+        """RLlib's and the fairness checks, then the baseline's (one-line messages).
+
+        The env is checked on its class (it must have the one-step objective model the
+        module solves); nothing is built here.
+        """
         super().validate()
         if self.env is not None:
-            env = make_model_env(self.env, self.env_config, user="a myopic baseline")
-            if not (hasattr(env, "objective_values") and hasattr(env, "q_from_observation")):
+            cls = model_env_class(self.env, user="a myopic baseline")
+            if not (hasattr(cls, "objective_values") and hasattr(cls, "q_from_observation")):
                 raise ValueError(
                     f"env: {self.env!r} is invalid for a myopic baseline (it has no one-step "
                     "objective model); valid choices: fair/Replicator-v0, fair/ReplicatorAdult-v0"

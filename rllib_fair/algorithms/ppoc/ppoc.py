@@ -241,11 +241,6 @@ class PPOCConfig(FairPPOConfig):
             raise ValueError(
                 f"fairness_columns: False is invalid for {type(self).__name__}; valid: true"
             )
-        if not self.fairness_metrics:
-            raise ValueError(
-                f"fairness_metrics: False is invalid for {type(self).__name__} (its metrics "
-                "callback attaches the per-step gains); valid: true"
-            )
 
 
 class PPOC(PPO):

@@ -266,14 +266,13 @@ class UncertaintyConfig(FairnessConfigMixin, AlgorithmConfig):
         return QuarterlyConfig(**{k: getattr(self, k) for k in self.KEYS}, **world)
 
     def feature_names(self) -> tuple[str, ...]:
-        """The env's raw feature names (``("R" or "P", "Q", "A")``)."""
-        import gymnasium
+        """The env's raw feature names (``("R" or "P", "Q", "A")``), from its bias knobs.
 
-        import rllib_fair  # noqa: F401  (registers the ids)
+        Read from ``env_config`` by the env class; no env is built.
+        """
+        from rllib_fair.envs.quarterly_lending import QuarterlyLendingEnv
 
-        env_cfg = dict(self.env_config or {})
-        env_cfg.setdefault("dim", 400)  # names only: a small data set
-        return tuple(gymnasium.make(ENV_ID, **env_cfg).unwrapped.feature_names)
+        return QuarterlyLendingEnv.feature_names_for(self.env_config)
 
     @override(AlgorithmConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:

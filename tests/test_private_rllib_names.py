@@ -28,7 +28,7 @@ import ast
 import importlib
 import inspect
 import textwrap
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import pytest
@@ -56,7 +56,10 @@ ALLOWED_HOOKS = frozenset(
 )
 
 #: RLlib's decorators that mark a method as meant for overriding.
-_OVERRIDE_MARKS = {"OverrideToImplementCustomLogic", "OverrideToImplementCustomLogic_CallToSuperRecommended"}
+_OVERRIDE_MARKS = {
+    "OverrideToImplementCustomLogic",
+    "OverrideToImplementCustomLogic_CallToSuperRecommended",
+}
 
 _ATTR_FUNCS = {"getattr", "setattr", "hasattr", "delattr"}
 
@@ -141,7 +144,7 @@ def rllib_private_names():
     return frozenset(names), per_class, frozenset(marked)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _own_defined(cls: type) -> frozenset[str]:
     """Private names a non-RLlib class defines itself (its source, and its ``vars``)."""
     names = {n for n in vars(cls) if _private(n)}
@@ -315,7 +318,7 @@ def test_no_private_rllib_name_outside_accel():
     )
 
 
-_PROBE = '''
+_PROBE = """
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 
@@ -346,7 +349,7 @@ class ProbeEnv:
 
     def step(self, episode):
         return episode._last_added_observation, self._ongoing_episodes
-'''
+"""
 
 
 def test_rule_flags_rllib_privates_and_spares_own_names(tmp_path, monkeypatch):

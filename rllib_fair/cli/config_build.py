@@ -120,7 +120,7 @@ def check_env(env: Any) -> str:
     return env
 
 
-def check_env_config(env: str, env_config: Any) -> tuple[dict, list[str] | None, bool]:
+def check_env_config(env: str, env_config: Any) -> tuple[dict, list[str] | None, bool, tuple]:
     """Checks ``env_config`` and builds the env once (cheap); nothing else is built.
 
     The entries of a registered rllib-fair env are checked against its declared
@@ -131,7 +131,7 @@ def check_env_config(env: str, env_config: Any) -> tuple[dict, list[str] | None,
         The ``env_config``; the group names the fairness metrics will use (as the
         metrics callback names them), or None when the env does not say; and whether it
         is a fair env (its class names its groups in ``GROUP_NAMES``, so its infos carry
-        per-group counts).
+        per-group counts); the built env's observation and action spaces.
     """
     import gymnasium as gym
 
@@ -157,6 +157,7 @@ def check_env_config(env: str, env_config: Any) -> tuple[dict, list[str] | None,
             warnings.simplefilter("ignore")
             made = gym.make(env, **env_config)
             n_groups = len(getattr(made.unwrapped, "GROUP_NAMES", ()) or ())
+            spaces = (made.observation_space, made.action_space)
             made.close()
     except (TypeError, ValueError) as err:
         raise ExperimentError(f"env_config: {first_line(err)}") from None
@@ -166,10 +167,10 @@ def check_env_config(env: str, env_config: Any) -> tuple[dict, list[str] | None,
         ) from None
     meta = env_meta(env)
     if meta is not None and n_groups == len(meta["group_names"]):
-        return dict(env_config), list(meta["group_names"]), True
+        return dict(env_config), list(meta["group_names"]), True, spaces
     if n_groups:
-        return dict(env_config), [f"group_{g}" for g in range(n_groups)], True
-    return dict(env_config), None, False
+        return dict(env_config), [f"group_{g}" for g in range(n_groups)], True, spaces
+    return dict(env_config), None, False, spaces
 
 
 # ----------------------------------------------------------------------------- values
@@ -341,8 +342,19 @@ def build_config(run: str, env: str, env_config: dict, config: dict):
     return cfg
 
 
-def built_and_validated(run: str, env: str, env_config: dict, config: dict, fair_env: bool = True):
+def built_and_validated(
+    run: str,
+    env: str,
+    env_config: dict,
+    config: dict,
+    fair_env: bool = True,
+    spaces: tuple | None = None,
+):
     """The algorithm's config with ``config`` applied, validated (one-line errors).
+
+    ``spaces``: the observation and action spaces of the env :func:`check_env_config`
+    built; a config of this package checks them (``check_env_spaces``: TD3 needs a Box
+    action space), which its ``validate()`` cannot do without building the env.
 
     A violated declaration (a setting or a rule over several) names its setting as
     ``config.<key>``, with the file's name of the key; RLlib's own ``validate()``
@@ -356,6 +368,8 @@ def built_and_validated(run: str, env: str, env_config: dict, config: dict, fair
             _check_fair_env_needed(cfg, run, env)
         try:
             cfg.validate()
+            if spaces is not None and hasattr(cfg, "check_env_spaces"):
+                cfg.check_env_spaces(*spaces)
         except ExperimentError:
             raise
         except SettingError as e:

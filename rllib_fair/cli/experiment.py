@@ -290,7 +290,7 @@ def validate_experiment(
     env = spec.get("env", config.pop("env", None))
     env = check_env(env)
     env_config = spec.get("env_config") or config.pop("env_config", None) or {}
-    env_config, groups, fair_env = check_env_config(env, env_config)
+    env_config, groups, fair_env, env_spaces = check_env_config(env, env_config)
     config.update(config_overrides or {})
     validate_cli_flags(num_env_runners=num_env_runners, seed=seed)
     if seed is not None:
@@ -309,7 +309,7 @@ def validate_experiment(
         raise ExperimentError(
             "seeds: cannot be combined with a grid or space over config.seed; valid: one of the two"
         )
-    cfg = built_and_validated(run, env, env_config, config, fair_env)
+    cfg = built_and_validated(run, env, env_config, config, fair_env, env_spaces)
     cfgs = [cfg]
     sweeps = [(f"{key}.grid_search", key, values[1:]) for key, values in grid.items()]
     sweeps += [(f"{key}.{s.kind}", key, s.probes()) for key, s in spaces.items()]
@@ -317,7 +317,9 @@ def validate_experiment(
         for value in values:
             try:
                 cfgs.append(
-                    built_and_validated(run, env, env_config, {**config, key: value}, fair_env)
+                    built_and_validated(
+                        run, env, env_config, {**config, key: value}, fair_env, env_spaces
+                    )
                 )
             except ExperimentError as e:
                 msg = f"config.{where}: {value!r} rejected: {e}"
@@ -330,7 +332,7 @@ def validate_experiment(
 
     def check_value(where: str, key: Any, value: Any) -> None:
         try:
-            built_and_validated(run, env, env_config, {**config, key: value}, fair_env)
+            built_and_validated(run, env, env_config, {**config, key: value}, fair_env, env_spaces)
         except ExperimentError as e:
             raise ExperimentError(f"{where}: {value!r} rejected: {e}") from None
 

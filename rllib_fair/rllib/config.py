@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.utils.annotations import override
 
-from rllib_fair.fairness.blocks import Annotator
 from rllib_fair.accel.classes import accelerated_class
 from rllib_fair.accel.gate import accel_active
+from rllib_fair.fairness.blocks import Annotator
 from rllib_fair.fairness.notions import get_notion, list_notions
 from rllib_fair.rllib.targets import OwnMetrics
 from rllib_fair.settings import (
@@ -474,6 +474,15 @@ class FairnessConfigMixin:
 
             lean = self.lean_sampling and accel_active(self)
             self.env_runner_cls = accelerated_class(FairEnvRunner) if lean else FairEnvRunner
+
+    def check_env_spaces(self, observation_space, action_space) -> None:
+        """Checks a built env's spaces against what the algorithm needs (one-line ValueError).
+
+        :meth:`validate` builds no env, so it cannot see the spaces of an env named by id;
+        the command line calls this with the env it builds once while checking
+        ``env_config``, and the algorithm's module checks the same spaces when it is built.
+        Here: any spaces; an algorithm that needs a kind of space overrides it.
+        """
 
     def validate_fairness(self) -> None:
         """The fairness checks that need the env (raises ValueError, one line).

@@ -34,17 +34,6 @@ ROOT = Path(algorithms_pkg.__file__).resolve().parent
 REPO = ROOT.parents[1]
 PACKAGE = "rllib_fair.algorithms"
 
-#: Folders whose layout another change is still moving (the speed layer's split out of
-#: ``ppo/`` and ``td3/``): the grammar checks skip them. Empty it once that has landed.
-GRAMMAR_EXEMPT: frozenset[str] = frozenset({"ppo", "td3"})
-
-#: Public helper functions an algorithm still imports from a sibling folder, as
-#: ``(sibling, name)``; each belongs in ``algorithms/common/``. They live in ``ppo/``,
-#: which :data:`GRAMMAR_EXEMPT` skips for now; empty this when they move.
-SIBLING_HELPERS_TO_MOVE: frozenset[tuple[str, str]] = frozenset(
-    {("ppo", "run_plan"), ("ppo", "sequential_steps"), ("ppo", "minibatch_masked_mean")}
-)
-
 #: The folder of shared helpers (not an algorithm).
 COMMON = "common"
 
@@ -58,7 +47,6 @@ def _folders() -> list[str]:
 
 
 FOLDERS = _folders()
-CHECKED = [f for f in FOLDERS if f not in GRAMMAR_EXEMPT]
 
 
 def _modules(folder: str) -> list:
@@ -103,11 +91,10 @@ def test_every_registered_algorithm_lives_in_its_folder_file():
         assert parts[:2] == ["rllib_fair", "algorithms"] and len(parts) == 4, (name, spec.module)
         folder = parts[2]
         assert folder in FOLDERS, (name, spec.module)
-        if folder not in GRAMMAR_EXEMPT:
-            assert parts[3] == folder, f"{name}: {spec.module} is not {folder}/{folder}.py"
+        assert parts[3] == folder, f"{name}: {spec.module} is not {folder}/{folder}.py"
 
 
-@pytest.mark.parametrize("folder", CHECKED)
+@pytest.mark.parametrize("folder", FOLDERS)
 def test_folder_files(folder):
     path = ROOT / folder
     for name in ("__init__.py", "README.md", f"{folder}.py"):
@@ -119,7 +106,7 @@ def test_folder_files(folder):
         assert not extra, f"algorithms/{folder}/torch/ holds {sorted(extra)}; allowed: {allowed}"
 
 
-@pytest.mark.parametrize("folder", [*CHECKED, COMMON])
+@pytest.mark.parametrize("folder", [*FOLDERS, COMMON])
 def test_classes_live_where_the_grammar_says(folder):
     algorithm, config, *_ = _rllib_bases()
     wrong = []
@@ -143,7 +130,7 @@ def test_classes_live_where_the_grammar_says(folder):
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.parametrize("folder", CHECKED)
+@pytest.mark.parametrize("folder", FOLDERS)
 def test_init_hands_on_the_public_classes(folder):
     algorithm, config, *_ = _rllib_bases()
     pkg = importlib.import_module(f"{PACKAGE}.{folder}")
@@ -193,7 +180,7 @@ def import_violations(source: str, module: str) -> list[str]:
                 continue
             if own_folder == COMMON:
                 out.append(f"{module}: common/ imports the algorithm folder {folder}/")
-            elif folder != COMMON and (folder, alias.name) not in SIBLING_HELPERS_TO_MOVE:
+            elif folder != COMMON:
                 obj = getattr(importlib.import_module(node.module), alias.name, None)
                 if obj is None and len(target) == 3:  # a module of the sibling
                     obj = importlib.import_module(f"{node.module}.{alias.name}")
@@ -270,8 +257,6 @@ def test_import_rules_allow_classes_common_and_own_folder(line, module):
 def test_no_private_or_sibling_helper_imports():
     found = []
     for path, module in _sources(ROOT, PACKAGE):
-        if module.split(".")[2:3] and module.split(".")[2] in GRAMMAR_EXEMPT:
-            continue
         found += import_violations(path.read_text(encoding="utf-8"), module)
     for path, module in _sources(REPO / "tests", "tests"):
         found += [
@@ -301,7 +286,7 @@ def _decorated_with_override(fn: ast.FunctionDef) -> bool:
     return False
 
 
-@pytest.mark.parametrize("folder", [*CHECKED, COMMON])
+@pytest.mark.parametrize("folder", [*FOLDERS, COMMON])
 def test_every_override_of_an_rllib_method_is_marked(folder):
     missing = []
     for mod in _modules(folder):

@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pytest
 import torch
+
+from rllib_fair.algorithms import get_algorithm_class, get_config_class
 from rllib_fair.algorithms.sellf.connectors import (
     PENALTY_DISPARITY,
     PI_ALL,
     RENYI_SCALE,
     acceptance_under_all,
 )
-
-from rllib_fair.algorithms import get_algorithm_class, get_config_class
 from rllib_fair.algorithms.sellf.torch.sellf_torch_learner import (
     group_columns,
     ipw_weights,
@@ -197,9 +197,9 @@ def test_sellf_loss_is_ppo_on_regularised_advantages_plus_eq_6(ray_session):
     minibatch with one group only gets that group's mean alone."""
     from ray.rllib.core.columns import Columns
     from ray.rllib.evaluation.postprocessing import Postprocessing
-    from rllib_fair.algorithms.sellf.connectors import SELLFBatchStats
 
     from rllib_fair.accel.ppo_loss import lean_ppo_loss
+    from rllib_fair.algorithms.sellf.connectors import SELLFBatchStats
 
     algo = small_sellf(beta_1=2.0, omega=0.05, beta_2=0.1).build_algo()
     try:

@@ -266,10 +266,31 @@ def test_validate_rejects(training, match):
         config.validate()
 
 
-def test_validate_rejects_discrete_actions_and_accepts_defaults():
+def test_discrete_actions_rejected_where_the_space_is_known():
+    """validate() builds no env: it checks a given action space; the CLI and the module
+    check the built env's space (check_env_spaces, the module's setup)."""
+    from rllib_fair.algorithms.td3.torch.td3_torch_rl_module import TD3TorchRLModule
+    from rllib_fair.cli.experiment import ExperimentError, validate_experiment
+
+    match = "action space: Discrete is invalid; TD3 needs a continuous"
     TD3Config().environment("Pendulum-v1").validate()
-    with pytest.raises(ValueError, match="action space: Discrete is invalid"):
-        TD3Config().environment("CartPole-v1").validate()
+    by_id = TD3Config().environment("CartPole-v1")
+    by_id.validate()  # the space of an env named by id is not known without building it
+    box = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    with pytest.raises(ValueError, match=match):
+        by_id.check_env_spaces(box, gym.spaces.Discrete(2))
+    by_id.check_env_spaces(box, gym.spaces.Box(-1.0, 1.0, (1,), np.float32))
+    given = TD3Config().environment(
+        "CartPole-v1", observation_space=box, action_space=gym.spaces.Discrete(2)
+    )
+    with pytest.raises(ValueError, match=match):
+        given.validate()
+    with pytest.raises(ValueError, match=match):
+        TD3TorchRLModule(
+            observation_space=box, action_space=gym.spaces.Discrete(2), model_config={}
+        )
+    with pytest.raises(ExperimentError, match=match):
+        validate_experiment("exp", {"run": "TD3", "env": "CartPole-v1", "stop": {}})
 
 
 # --------------------------------------------------------------------------- Ray runs

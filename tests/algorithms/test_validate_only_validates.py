@@ -25,15 +25,6 @@ from rllib_fair.envs import ENTRY_POINTS, VECTOR_ENTRY_POINTS
 
 torch.set_num_threads(1)
 
-#: TD3Config.validate() builds the env to read its action space (it accepts any Box-action
-#: env, whose space only an instance has). algorithms/td3/ is being reorganised; strict, so
-#: this test fails as soon as TD3 stops building the env and the entry can go.
-BUILDS_ENV_IN_VALIDATE = {
-    "TD3": "TD3Config.validate() builds the env to check its action space",
-    "RTD3": "RTD3Config.validate() runs TD3Config.validate(), which builds the env",
-}
-
-
 def _entry_class(entry: str) -> type:
     module, _, name = entry.partition(":")
     return getattr(importlib.import_module(module), name)
@@ -116,18 +107,7 @@ def test_validate_changes_no_setting(name, rllib_own_changes):
         assert _same(value, rllib_own_changes[key]), key
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            n,
-            marks=pytest.mark.xfail(strict=True, reason=BUILDS_ENV_IN_VALIDATE[n]),
-        )
-        if n in BUILDS_ENV_IN_VALIDATE
-        else n
-        for n in sorted(ALGORITHMS)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_validate_builds_no_env(name, env_builds):
     cfg = _smoke_config(name)
     cfg.validate()
@@ -233,7 +213,9 @@ def test_algorithms_that_built_envs_in_validate_train_one_iteration(ray_session,
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize(("name", "stat"), [("PPOC", "ppoc/c_hat"), ("FPPOL", "fppol/w1_delta_mean")])
+@pytest.mark.parametrize(
+    ("name", "stat"), [("PPOC", "ppoc/c_hat"), ("FPPOL", "fppol/w1_delta_mean")]
+)
 def test_qualification_inputs_without_fairness_metrics(ray_session, name, stat):
     """fairness_metrics=False: no fairness/ keys, but the annotators still feed the learner."""
     from rllib_fair.algorithms.common.connectors import qualification_columns

@@ -11,7 +11,7 @@ from ray.rllib.core.columns import Columns
 
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
 from rllib_fair.algorithms import get_config_class
-from rllib_fair.algorithms.ppo.module import HIDDEN_GAIN, apply_weight_init
+from rllib_fair.algorithms.ppo.torch.ppo_torch_rl_module import HIDDEN_GAIN, apply_weight_init
 from rllib_fair.envs.lending_fico import LendingFICOEnv
 
 PPO_FAMILY = ["PPO", "RPPO", "POCAR", "ELBERTPO", "SELLF", "PPOC", "FPPOL"]

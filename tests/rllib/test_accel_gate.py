@@ -51,9 +51,7 @@ def test_switch_off_or_untested_ray_means_inactive(monkeypatch, caplog):
 
 
 @pytest.mark.ray
-def test_untested_ray_trains_on_rllibs_own_path_and_says_so_once(
-    ray_session, monkeypatch, caplog
-):
+def test_untested_ray_trains_on_rllibs_own_path_and_says_so_once(ray_session, monkeypatch, caplog):
     from rllib_fair.accel.learner import LeanLearnerMixin
 
     monkeypatch.setattr(gate, "ray_version", lambda: UNTESTED)

@@ -9,10 +9,10 @@ from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
-from rllib_fair.algorithms import get_config_class
-from rllib_fair.envs.lending import LendingEnv
 from rllib_fair.accel.env_runner import LeanSamplingMixin, _infos_to_list, _pending_infos
 from rllib_fair.accel.pipelines import check_sampled, sample_categorical
+from rllib_fair.algorithms import get_config_class
+from rllib_fair.envs.lending import LendingEnv
 from rllib_fair.rllib.env_runner import FairEnvRunner
 
 pytestmark = pytest.mark.ray

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
-from rllib_fair.algorithms import get_config_class
 from rllib_fair.accel.module import direct_mlp_plan, direct_train_plan
 from rllib_fair.accel.pipelines import (
     FusedDiscreteActionsToEnv,
@@ -15,6 +14,7 @@ from rllib_fair.accel.pipelines import (
     LeanEnvToModulePipeline,
     LeanModuleToEnvPipeline,
 )
+from rllib_fair.algorithms import get_config_class
 
 
 def _algo(name: str, connector_metrics: bool, num_envs: int = 1, env: str = "fair/Lending-v0"):
@@ -87,7 +87,7 @@ def test_same_samples_and_same_training_as_rllibs_pipeline(ray_session, name, nu
 
 
 def test_cached_train_mode_keeps_every_submodule_consistent():
-    from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule
+    from rllib_fair.algorithms.ppo.torch.ppo_torch_rl_module import FairPPOTorchRLModule
     from rllib_fair.envs.lending import LendingEnv
 
     env = LendingEnv()
@@ -155,7 +155,7 @@ def test_native_vector_env_samples_and_trains_as_sync_vector_env(ray_session, nu
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 @pytest.mark.parametrize("inference_only", [True, False])
 def test_direct_forward_equals_rllibs_nested_forward(share, activation, inference_only):
-    from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule
+    from rllib_fair.algorithms.ppo.torch.ppo_torch_rl_module import FairPPOTorchRLModule
     from rllib_fair.envs.lending import LendingEnv
 
     env = LendingEnv()
@@ -190,7 +190,7 @@ def test_direct_forward_equals_rllibs_nested_forward(share, activation, inferenc
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 def test_direct_train_forward_equals_rllibs_bit_for_bit(share, activation):
     """forward_train and compute_values, their outputs and their gradients, as RLlib's."""
-    from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule
+    from rllib_fair.algorithms.ppo.torch.ppo_torch_rl_module import FairPPOTorchRLModule
     from rllib_fair.envs.lending import LendingEnv
 
     env = LendingEnv()
@@ -241,7 +241,7 @@ def test_direct_plans_refuse_a_clipped_log_std_head():
     """Box actions: RLlib clips the Gaussian head's log-stds, so its nested path runs."""
     import gymnasium as gym
 
-    from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule
+    from rllib_fair.algorithms.ppo.torch.ppo_torch_rl_module import FairPPOTorchRLModule
 
     module = FairPPOTorchRLModule(
         observation_space=gym.spaces.Box(-1.0, 1.0, (3,), np.float32),

@@ -10,8 +10,8 @@ from ray.rllib.utils.minibatch_utils import MiniBatchCyclicIterator
 from ray.rllib.utils.torch_utils import clip_gradients
 
 import rllib_fair  # noqa: F401  (registers the fair/* ids)
-from rllib_fair.algorithms import get_config_class
 from rllib_fair.accel.learner import LeanLearnerMixin, TensorMinibatchCycler
+from rllib_fair.algorithms import get_config_class
 
 # every PPO-family learner gets the lean path
 PPO_FAMILY = ["PPO", "RPPO", "POCAR", "ELBERTPO", "SELLF", "PPOC", "PPOCb", "FPPOL"]

@@ -5,8 +5,8 @@ and Xu et al. 2024). What it adds over ``ray.rllib.algorithms.ppo.PPO``: the typ
 ``fairness(...)`` settings, the fairness metrics callback and the fairness train-batch
 columns, all from :class:`~rllib_fair.rllib.config.FairnessConfigMixin`; and
 ``weight_init``, the networks' initialisation (RLlib's, or the papers' orthogonal
-scheme: :mod:`rllib_fair.algorithms.ppo.module`), which every PPO-family algorithm
-(their configs subclass :class:`FairPPOConfig`) inherits.
+scheme: :mod:`rllib_fair.algorithms.ppo.torch.ppo_torch_rl_module`), which every
+PPO-family algorithm (their configs subclass :class:`FairPPOConfig`) inherits.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ray.rllib.utils.annotations import override
 
 from rllib_fair.accel.gate import accel_active
 from rllib_fair.algorithms.common.setters import set_provided
-from rllib_fair.algorithms.ppo.learner import OPTIMIZER_IMPLS
-from rllib_fair.algorithms.ppo.module import WEIGHT_INITS, FairPPOTorchRLModule
+from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import OPTIMIZER_IMPLS
+from rllib_fair.algorithms.ppo.torch.ppo_torch_rl_module import WEIGHT_INITS, FairPPOTorchRLModule
 from rllib_fair.rllib.config import FairnessConfigMixin
 from rllib_fair.settings import LEARNER_REPORTED_KEYS, choice
 
@@ -101,9 +101,9 @@ class FairPPOConfig(FairnessConfigMixin, PPOConfig):
 
     @override(PPOConfig)
     def get_default_learner_class(self):
-        """:class:`~rllib_fair.algorithms.ppo.learner.FairPPOTorchLearner` (torch)."""
+        """The torch learner, :class:`~.torch.ppo_torch_learner.FairPPOTorchLearner`."""
         if self.framework_str == "torch":
-            from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
+            from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 
             return FairPPOTorchLearner
         return super().get_default_learner_class()

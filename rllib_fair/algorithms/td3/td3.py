@@ -32,7 +32,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.sac.sac import SAC, SACConfig
@@ -57,7 +56,8 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_fair.algorithms.common.setters import set_provided
-from rllib_fair.rllib.config import FairnessConfigMixin, _env_meta
+from rllib_fair.envs import env_meta
+from rllib_fair.rllib.config import FairnessConfigMixin
 from rllib_fair.settings import LEARNER_REPORTED_KEYS, Rule, bool_setting, choice, integer, number
 
 REPLAY_PATHS = ("fast", "episode")
@@ -230,18 +230,21 @@ class TD3Config(FairnessConfigMixin, SACConfig):
         )
 
     @property
+    @override(SACConfig)
     def _model_config_auto_includes(self) -> dict[str, Any]:
         return super()._model_config_auto_includes | {
             "exploration_noise": self.exploration_noise,
             "random_warmup_steps": self.random_warmup_steps,
         }
 
+    @override(SACConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         """The TD3 torch module."""
         from rllib_fair.algorithms.td3.torch.td3_torch_rl_module import TD3TorchRLModule
 
         return RLModuleSpec(module_class=TD3TorchRLModule)
 
+    @override(SACConfig)
     def get_default_learner_class(self):
         """Returns :class:`TD3TorchLearner`."""
         from rllib_fair.algorithms.td3.torch.td3_torch_learner import TD3TorchLearner
@@ -251,7 +254,7 @@ class TD3Config(FairnessConfigMixin, SACConfig):
     # ------------------------------------------------------------------ fairness (generic)
     def resolved_fairness_notion(self) -> str | None:
         """The configured notion, the env's default, or None for a non-fairness env."""
-        if self.fairness_notion is None and _env_meta(self.env) is None:
+        if self.fairness_notion is None and env_meta(self.env) is None:
             return None
         return super().resolved_fairness_notion()
 
@@ -262,6 +265,7 @@ class TD3Config(FairnessConfigMixin, SACConfig):
         return super().fairness_notions_to_log()
 
     # ------------------------------------------------------------------ validation
+    @override(SACConfig)
     def validate(self) -> None:
         """SAC's, the fairness and TD3's checks (one-line messages)."""
         sac_logger = logging.getLogger(SAC.__module__)
@@ -283,36 +287,15 @@ class TD3Config(FairnessConfigMixin, SACConfig):
                 f"replay_buffer_config['type']: {self.replay_buffer_config.get('type')!r} is "
                 "invalid; TD3 replays uniformly: 'EpisodeReplayBuffer'"
             )
-        space = self._action_space_or_none()
-        if space is not None and not isinstance(space, gym.spaces.Box):
-            raise ValueError(
-                f"action space: {type(space).__name__} is invalid; TD3 needs a continuous "
-                "gymnasium.spaces.Box action space"
-            )
-
-    def _action_space_or_none(self):
-        """The env's action space when it can be found cheaply, else None."""
         if self.action_space is not None:
-            return self.action_space
-        env = self.env
-        if isinstance(env, type) and issubclass(env, gym.Env):
-            maker = env
-        elif isinstance(env, str) and (":" in env or env in gym.registry):
-            maker = None
-        else:
-            return None
-        try:
-            made = (
-                maker(dict(self.env_config))
-                if maker is not None
-                else gym.make(env, **dict(self.env_config))
-            )
-        except Exception:  # noqa: BLE001  (spaces are checked again by the module)
-            return None
-        try:
-            return made.action_space
-        finally:
-            made.close()
+            self.check_env_spaces(self.observation_space, self.action_space)
+
+    @override(FairnessConfigMixin)
+    def check_env_spaces(self, observation_space, action_space) -> None:
+        """TD3 acts in a continuous ``gymnasium.spaces.Box`` (one-line ValueError otherwise)."""
+        from rllib_fair.algorithms.td3.torch.td3_torch_rl_module import require_box_actions
+
+        require_box_actions(action_space)
 
 
 class TransitionRingBuffer:
@@ -430,10 +413,12 @@ class TD3(SAC):
     """TD3 on RLlib's Algorithm / Learner / EnvRunner (see the module docstring)."""
 
     @classmethod
+    @override(SAC)
     def get_default_config(cls) -> TD3Config:
         """Returns a fresh :class:`TD3Config`."""
         return TD3Config()
 
+    @override(SAC)
     def setup(self, config) -> None:
         """SAC's setup plus the ring buffer (fast path) and the update credit."""
         super().setup(config)
@@ -445,6 +430,7 @@ class TD3(SAC):
             self.ring_buffer = TransitionRingBuffer(capacity, seed=seed)
 
     # ------------------------------------------------------------------ training
+    @override(SAC)
     def training_step(self) -> None:
         """Sample a fragment per env runner, store it, take n gradient steps, sync weights."""
         cfg = self.config
@@ -543,6 +529,7 @@ class TD3(SAC):
         return results
 
     # ------------------------------------------------------------------ state
+    @override(SAC)
     def get_state(self, *args, **kwargs) -> dict:
         """Algorithm state; plus the ring buffer when ``checkpoint_replay_buffer``."""
         state = super().get_state(*args, **kwargs)
@@ -551,6 +538,7 @@ class TD3(SAC):
             state[RING_BUFFER_STATE] = self.ring_buffer.get_state()
         return state
 
+    @override(SAC)
     def set_state(self, state: dict) -> None:
         """Restores the algorithm state (and the ring buffer when it was saved)."""
         super().set_state(state)

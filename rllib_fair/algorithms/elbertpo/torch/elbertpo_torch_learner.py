@@ -5,8 +5,9 @@ from __future__ import annotations
 from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 
+from rllib_fair.accel.ppo_loss import minibatch_masked_mean
 from rllib_fair.algorithms.elbertpo.connectors import FAIR_VALUE_TARGETS, ELBERTAdvantage
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner, minibatch_masked_mean
+from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 
 
 class ELBERTPOTorchLearner(FairPPOTorchLearner):
@@ -30,7 +31,7 @@ class ELBERTPOTorchLearner(FairPPOTorchLearner):
         """PPO's loss plus ``vf_loss_coeff`` x the mean squared error of the streams.
 
         The masked mean over the minibatch's valid rows is the PPO loss's own
-        (:func:`~rllib_fair.algorithms.ppo.learner.minibatch_masked_mean`: the valid rows
+        (:func:`~rllib_fair.accel.ppo_loss.minibatch_masked_mean`: the valid rows
         are found once per minibatch, no boolean indexing where all rows are valid). The
         connector's batch estimates are the same on every minibatch of an update; they
         and the stream loss are logged (``window=1``) where such a record reaches the

@@ -8,7 +8,8 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 from torch import nn
 
-from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule, run_plan, sequential_steps
+from rllib_fair.accel.module import run_plan, sequential_steps
+from rllib_fair.algorithms.ppo.torch.ppo_torch_rl_module import FairPPOTorchRLModule
 
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "swish": nn.SiLU, "silu": nn.SiLU}
 

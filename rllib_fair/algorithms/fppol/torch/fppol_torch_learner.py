@@ -10,7 +10,7 @@ from ray.rllib.utils.annotations import override
 from rllib_fair.algorithms.common.advantages import minmax, pocar_terms
 from rllib_fair.algorithms.common.connectors import COL_LONG_DELTA
 from rllib_fair.algorithms.common.torch.update_means import UpdateMeanMetrics
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
+from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
 
 

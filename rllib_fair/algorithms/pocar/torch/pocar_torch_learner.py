@@ -8,7 +8,7 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 
 from rllib_fair.algorithms.common.advantages import minmax, pocar_terms
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
+from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
 
 

@@ -17,7 +17,7 @@ from rllib_fair.algorithms.common.connectors import (
     COL_V_PI0_REF,
 )
 from rllib_fair.algorithms.common.torch.update_means import UpdateMeanMetrics
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
+from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
 
 # ----------------------------------------------------------------------------- loss terms

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ray.rllib.connectors.learner import GeneralAdvantageEstimation
 from ray.rllib.utils.annotations import override
 
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
+from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 from rllib_fair.algorithms.rppo.connectors import ShapeRewardsWithDisparity
 
 

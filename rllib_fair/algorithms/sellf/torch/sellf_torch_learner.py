@@ -11,7 +11,7 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 
 from rllib_fair.algorithms.common.advantages import minmax
-from rllib_fair.algorithms.ppo.learner import FairPPOTorchLearner
+from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 from rllib_fair.algorithms.sellf.connectors import (
     ACCEPT,
     PENALTY_DISPARITY,
@@ -122,7 +122,8 @@ class SELLFTorchLearner(FairPPOTorchLearner):
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         """PPO's loss on the regularised advantages plus beta_2 L^Renyi (Eq. 6).
 
-        ``paper`` advantages arrive regularised from :class:`~rllib_fair.algorithms.sellf.connectors.SELLFBatchStats`; the
+        ``paper`` advantages arrive regularised from
+        :class:`~rllib_fair.algorithms.sellf.connectors.SELLFBatchStats`; the
         ``minmax`` form is computed here, per minibatch. The per-group means of Eq. 6
         are sums against the ``sellf_renyi_groups`` columns divided by the group's row
         count (a group without rows adds nothing), so no minibatch waits on a host sync.

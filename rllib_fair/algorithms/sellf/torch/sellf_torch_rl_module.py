@@ -10,7 +10,8 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 from torch import nn
 
-from rllib_fair.algorithms.ppo.module import FairPPOTorchRLModule, run_plan, sequential_steps
+from rllib_fair.accel.module import run_plan, sequential_steps
+from rllib_fair.algorithms.ppo.torch.ppo_torch_rl_module import FairPPOTorchRLModule
 from rllib_fair.rllib import keys
 from rllib_fair.rllib.distributed import exclude_from_ddp
 

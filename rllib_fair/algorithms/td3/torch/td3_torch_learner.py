@@ -128,9 +128,7 @@ class TD3TorchLearner(SACTorchLearner):
 
     def optimizer_params(self, optim) -> ParamDict:
         """``{param ref: param}`` of one registered optimizer, in registration order."""
-        return {
-            self.get_param_ref(p): p for group in optim.param_groups for p in group["params"]
-        }
+        return {self.get_param_ref(p): p for group in optim.param_groups for p in group["params"]}
 
     @override(SACTorchLearner)
     def compute_gradients(self, loss_per_module: dict[ModuleID, TensorType], **kw) -> ParamDict:

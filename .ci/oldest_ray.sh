@@ -13,7 +13,8 @@ python -m venv "$VENV"
 "$VENV/bin/pip" install -q torch==2.13.0
 "$VENV/bin/pip" install -q "ray[rllib]==${OLDEST_RAY}.0" -e ".[test]"
 "$VENV/bin/python" -c "import ray; assert ray.__version__.startswith('${OLDEST_RAY}.'), ray.__version__; print('oldest supported Ray:', ray.__version__)"
-"$VENV/bin/python" -m pytest -q tests/algorithms/test_scale_out.py -k two_ddp tests/rllib/test_accel_gate.py
+"$VENV/bin/python" -m pytest -q tests/algorithms/test_scale_out.py -k two_ddp
+"$VENV/bin/python" -m pytest -q tests/rllib/test_accel_gate.py
 RESULTS="$(mktemp -d)"
 "$VENV/bin/rllib-fair" train tuned_examples/ppo/lending-ppo.yaml --storage-path "$RESULTS"
 rm -rf "$RESULTS"

@@ -1,4 +1,4 @@
-"""Command line: ``rllib-fair train FILE.yaml``, ``evaluate CHECKPOINT``, ``compare``, ``envs``...
+"""Command line: ``rllib-fair train FILE.yaml``, ``evaluate``, ``reproduce PLAN``, ``compare``...
 
 Exit codes: 0 success; 1 a run failed or ``--as-test`` criteria were not met;
 2 bad input (one line on stderr naming the key, the bad value and the valid choices,
@@ -31,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_compare(args)
         if args.command == "evaluate":
             return cmd_evaluate(args)
+        if args.command == "reproduce":
+            from rllib_fair.cli.reproduce import cmd_reproduce
+
+            return cmd_reproduce(args)
         return cmd_train(args)
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()

@@ -167,6 +167,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--last", type=int, default=1, help="final value = mean of a trial's last N iterations"
     )
     c.add_argument("--no-plots", action="store_true", help="table, CSV and JSON only")
+    r = sub.add_parser(
+        "reproduce",
+        help="run a reproduction plan's cells as Tune trials, then merge its tables and claims",
+        formatter_class=fmt,
+    )
+    r.add_argument("plan", help="a shipped plan's name, a plan YAML file, or 'list'")
+    r.add_argument(
+        "--out",
+        default=None,
+        help="results folder (default: docs/results/campaign of this checkout)",
+    )
+    r.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds (default: the plan's)")
+    r.add_argument(
+        "--budget", type=int, default=None, help="env steps per cell (default: the plan's)"
+    )
+    r.add_argument("--address", default=None, help="Ray cluster address (default: local Ray)")
+    r.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray")
+    r.add_argument(
+        "--max-concurrent", type=int, default=None, help="cells running at once (default: fit)"
+    )
+    r.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a campaign (finished cells are always skipped; this says so)",
+    )
+    r.add_argument("--merge-only", action="store_true", help="merge finished cells, run nothing")
+    r.add_argument("--storage-path", default=None, help="Tune's folder (default: ~/ray_results)")
+    r.add_argument("--no-plots", action="store_true", help="tables only")
     sub.add_parser("envs", help="list the registered environments")
     sub.add_parser("algos", help="list the registered algorithms")
     sub.add_parser("examples", help="list the tuned-example YAML files of this checkout")

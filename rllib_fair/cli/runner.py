@@ -253,7 +253,7 @@ def run_experiment(
         }
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with _plain_tune_output():
+        with plain_tune_output():
             grid = tuner.fit()
     except Exception as e:  # Tune itself failed (not a trial): one line, not its traceback
         from rllib_fair.cli.storage import disk_full_message
@@ -307,7 +307,7 @@ def _shown_path(path: Path) -> str:
     return str(rel) if str(rel) != "." else "."
 
 
-class _plain_tune_output:
+class plain_tune_output:
     """Runs Tune with its older console output (``RAY_AIR_NEW_OUTPUT=0``).
 
     Unless the user set that variable.

@@ -25,6 +25,7 @@ from rllib_fair.envs import ENTRY_POINTS, VECTOR_ENTRY_POINTS
 
 torch.set_num_threads(1)
 
+
 def _entry_class(entry: str) -> type:
     module, _, name = entry.partition(":")
     return getattr(importlib.import_module(module), name)

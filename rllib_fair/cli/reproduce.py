@@ -1,0 +1,277 @@
+"""``rllib-fair reproduce PLAN``: a reproduction plan's cells as Ray Tune trials, then merged.
+
+Every cell (method, setting, seed; :mod:`rllib_fair.reproduce.plan`) that has no result
+file at the plan's budget becomes one Tune trial: it builds the cell's config from its
+tuned example and overrides, trains to the budget, runs the plan's evaluator and reports
+one row. The driver writes the row to ``<out>/<plan>/cells/<cell>.json`` as soon as the
+trial ends (write to a temporary file, then rename: a killed run leaves whole files
+only), so a campaign can be stopped and continued (``--resume``, or any rerun: finished
+cells are skipped), spread over a cluster (``--address``) and committed cell by cell.
+Each finished cell prints one progress line: cells done, CPU-hours spent, an estimate of
+what is left. When the trials end, the plan's tables, claims and figure are merged
+(:mod:`rllib_fair.reproduce.merge`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rllib_fair.cli.runner import plain_tune_output
+from rllib_fair.reproduce.merge import cell_path, finished, merge
+from rllib_fair.reproduce.plan import Cell, Plan, PlanError, load_plan
+
+#: The checkout whose tuned examples the plans start from.
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Where the campaign's results live by default (committed with the repository).
+DEFAULT_OUT = ROOT / "docs" / "results" / "campaign"
+
+
+def run_cell(plan: Plan, cell: Cell, root: Path = ROOT) -> dict:
+    """Trains one cell to the plan's budget, evaluates it and returns its result row."""
+    import torch
+    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    from rllib_fair.cli.experiment import validate_experiment
+    from rllib_fair.cli.experiment_file import load_experiments
+    from rllib_fair.reproduce.evaluators import EVALUATORS
+
+    torch.set_num_threads(1)
+    path = plan.example_path(cell, root)
+    ((name, spec),) = load_experiments(path).items()
+    env_config = plan.env_config(cell)
+    if env_config:
+        spec = {**spec, "env_config": {**(spec.get("env_config") or {}), **env_config}}
+    overrides = plan.overrides(cell)
+    seed = overrides.pop("seed")
+    runners = overrides.pop("num_env_runners")
+    exp = validate_experiment(
+        name, spec, config_overrides=overrides, seed=seed, num_env_runners=runners
+    )
+    evaluator = EVALUATORS[plan.evaluation["evaluator"]]()
+    config = evaluator.configure(exp.config.copy(copy_frozen=False), plan.evaluation)
+    start = time.time()
+    algo = config.build_algo()
+    steps, last = 0, {}
+    try:
+        while steps < plan.budget:
+            last = algo.train()
+            steps = int(last[NUM_ENV_STEPS_SAMPLED_LIFETIME])
+        metrics = evaluator.measure(algo, last, plan.metric_paths(cell.setting), plan.evaluation)
+    finally:
+        algo.stop()
+    wall = time.time() - start
+    return {
+        "plan": plan.name,
+        "cell": asdict(cell),
+        "example": str(path.relative_to(root)) if path.is_relative_to(root) else str(path),
+        "budget": plan.budget,
+        "env_steps": steps,
+        "metrics": metrics,
+        "wall_s": round(wall, 2),
+        "cell_cpus": plan.cell_cpus,
+        "cpu_hours": round(wall * plan.cell_cpus / 3600.0, 5),
+    }
+
+
+def _cell_trainable(config: dict, plan: Plan, root: str) -> None:
+    from ray import tune
+
+    row = run_cell(plan, Cell(**config["cell"]), Path(root))
+    tune.report({"row_json": json.dumps(row), "wall_s": row["wall_s"]})
+
+
+def _provenance() -> dict:
+    import ray
+    import torch
+
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return {
+        "commit": commit or None,
+        "ray": ray.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "host": platform.node(),
+    }
+
+
+def write_cell(out: Path, plan: Plan, row: dict, provenance: dict) -> Path:
+    """Writes one cell's row (temporary file, then rename) and returns its path."""
+    cell = Cell(**row["cell"])
+    path = cell_path(out, plan, cell)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    row = {**row, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    row["provenance"] = provenance
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(row, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+class Progress:
+    """Counts finished cells and CPU-hours; says what is left."""
+
+    def __init__(self, plan: Plan, total: int, done: int, spent_hours: float):
+        self.plan, self.total, self.done, self.spent = plan, total, done, spent_hours
+        self.new_hours: list[float] = []
+
+    def line(self, row: dict) -> str:
+        """Counts one finished cell's row and returns its progress line."""
+        self.done += 1
+        self.spent += float(row["cpu_hours"])
+        self.new_hours.append(float(row["cpu_hours"]))
+        per_cell = sum(self.new_hours) / len(self.new_hours)
+        left = (self.total - self.done) * per_cell
+        cell = Cell(**row["cell"])
+        values = ", ".join(f"{k} {v:.4g}" for k, v in row["metrics"].items())
+        return (
+            f"[{self.plan.name}] {self.done}/{self.total} cells | {cell.id}: {values} "
+            f"({row['wall_s'] / 60:.1f} min) | CPU-hours spent {self.spent:.2f}, "
+            f"about {left:.2f} left"
+        )
+
+
+def _writer_callback(out: Path, plan: Plan, progress: Progress, failures: list):
+    from ray.tune import Callback
+
+    provenance = _provenance()
+
+    class CellWriter(Callback):
+        """Writes each finished cell's row as its trial completes."""
+
+        def on_trial_complete(self, iteration, trials, trial, **info):
+            raw = (trial.last_result or {}).get("row_json")
+            if raw is None:
+                return
+            row = json.loads(raw)
+            write_cell(out, plan, row, provenance)
+            print(progress.line(row), flush=True)
+
+        def on_trial_error(self, iteration, trials, trial, **info):
+            cell = Cell(**trial.config["cell"])
+            failures.append(cell.id)
+            print(f"[{plan.name}] {cell.id} failed; it stays pending", flush=True)
+
+    return CellWriter()
+
+
+def run_plan(
+    plan: Plan,
+    out: Path = DEFAULT_OUT,
+    *,
+    seeds: tuple[int, ...] | None = None,
+    storage_path: str | None = None,
+    max_concurrent: int | None = None,
+    plots: bool = True,
+) -> int:
+    """Runs the plan's pending cells as Tune trials and merges; 0 when every cell finished."""
+    from ray import tune
+
+    cells = plan.cells(seeds)
+    pending = [c for c in cells if not finished(out, plan, c)]
+    done = len(cells) - len(pending)
+    spent = 0.0
+    for c in cells:
+        if c not in pending:
+            spent += float(json.loads(cell_path(out, plan, c).read_text()).get("cpu_hours", 0.0))
+    print(
+        f"[{plan.name}] {len(cells)} cells, {done} finished, {len(pending)} to run "
+        f"({plan.budget:,} env steps each)",
+        flush=True,
+    )
+    failures: list[str] = []
+    if pending:
+        progress = Progress(plan, len(cells), done, spent)
+        trainable = tune.with_resources(
+            tune.with_parameters(_cell_trainable, plan=plan, root=str(ROOT)),
+            {"cpu": plan.cell_cpus},
+        )
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"cell": tune.grid_search([asdict(c) for c in pending])},
+            tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent),
+            run_config=tune.RunConfig(
+                name=f"reproduce_{plan.name}_{int(time.time())}",
+                storage_path=storage_path,
+                callbacks=[_writer_callback(out, plan, progress, failures)],
+                verbose=0,
+            ),
+        )
+        with plain_tune_output():
+            tuner.fit()
+    merged = merge(out, plan, plots=plots)
+    print(f"[{plan.name}] merged {merged.n_cells} cells into {out / plan.name / 'README.md'}")
+    for claim in plan.claims:
+        print(f"[{plan.name}] claim {claim.id}: {merged.claims[claim.id]['verdict']}")
+    missing = [c for c in cells if not finished(out, plan, c)]
+    if missing:
+        print(f"[{plan.name}] {len(missing)} cells not finished: rerun to continue", flush=True)
+        return 1
+    return 0
+
+
+def cmd_reproduce(args) -> int:
+    """``rllib-fair reproduce PLAN``."""
+    import ray
+
+    from rllib_fair.cli.parser import error
+
+    if args.plan == "list":
+        from rllib_fair.reproduce.plan import shipped_plans
+
+        for name, path in shipped_plans().items():
+            plan = load_plan(path)
+            print(f"{name:24s} {len(plan.cells()):4d} cells  {plan.title}")
+        return 0
+    try:
+        plan = load_plan(args.plan)
+        if args.budget is not None:
+            if args.budget < 1:
+                raise PlanError(f"--budget: {args.budget!r} is invalid; valid: an integer >= 1")
+            plan = plan.__class__(**{**plan.__dict__, "budget": int(args.budget)})
+    except PlanError as e:
+        return error(str(e))
+    seeds = tuple(args.seeds) if args.seeds else None
+    out = Path(args.out) if args.out else DEFAULT_OUT
+    if args.merge_only:
+        merged = merge(out, plan, plots=not args.no_plots)
+        print(f"[{plan.name}] merged {merged.n_cells} cells into {out / plan.name / 'README.md'}")
+        return 0
+    if args.address is not None:
+        from rllib_fair.cli.connect import auth_problem
+
+        problem = auth_problem(args.address)
+        if problem:
+            return error(problem)
+    if not ray.is_initialized():
+        ray.init(
+            address=args.address or "local",
+            num_cpus=args.num_cpus if args.address is None else None,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+        )
+    storage = args.storage_path or str(Path(os.path.expanduser("~/ray_results")).resolve())
+    return run_plan(
+        plan,
+        out,
+        seeds=seeds,
+        storage_path=storage,
+        max_concurrent=args.max_concurrent,
+        plots=not args.no_plots,
+    )

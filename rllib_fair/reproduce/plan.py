@@ -1,0 +1,367 @@
+"""A reproduction plan: the cells of one paper figure or table, its protocol and its claims.
+
+A plan is a YAML file (the shipped ones live in ``rllib_fair/reproduce/plans/``)::
+
+    name: xu2024_fig4                       # the results folder's name
+    title: Xu et al. 2024, Fig. 4 ...       # one line, for the tables
+    seeds: [0, 1, 2, 3, 4]                  # training seeds; every cell runs each
+    budget: 1000000                         # env steps per cell
+    paper_budget: 5000000                   # what the paper used (reported beside ours)
+    budget_note: ...                        # why ours differs, when it does
+    example: tuned_examples/{method}/{setting}-{method}.yaml
+    methods:                                # method key -> label (and optional overrides)
+      ppo: {label: G-PPO}
+      elbertpo: {label: ELBERT-PO, config: {...}}
+      appo: {label: A-PPO, example: "tuned_examples/pocar/{setting}-appo.yaml"}
+    settings:                               # setting key -> its notion and optional overrides
+      lending: {notion: equal_opportunity, env_config: {...}}
+    cells:                                  # optional overrides of one (method, setting)
+      - {method: ppo, setting: lending, config: {lr: 0.001}}
+    evaluation:
+      evaluator: greedy_episodes            # a name in rllib_fair.reproduce.evaluators
+      episodes: 5
+      explore: false
+      metrics: {bias: "fairness.{notion}.bias", reward_per_step: reward_per_step}
+    paper:                                  # the paper's values: setting -> method -> metric
+      lending: {ppo: {bias: 0.16}}
+    claims:
+      - id: elbert_bias_below_gppo
+        text: ELBERT-PO's bias is below G-PPO's on every env
+        metric: bias
+        less: [elbertpo, ppo]               # or greater: [a, b], at_most: [a, x], at_least: [a, x]
+        settings: [lending]                 # default: every setting
+
+A cell is one (method, setting, seed); its config is the tuned example's, with the
+method's, the setting's and the cell's ``config`` overrides applied in that order (and
+the method's and the setting's ``env_config`` entries over the example's), the seed,
+and ``num_env_runners: 0`` unless an override sets it (the cells are the unit of
+parallelism: Ray Tune runs one per CPU, on one machine or a cluster).
+
+Every bad entry raises :class:`PlanError` with one line naming the key, the bad value and
+what is valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: The shipped plans.
+PLAN_DIR = Path(__file__).resolve().parent / "plans"
+
+#: The claim kinds: two methods compared on a metric, or one method against a number.
+COMPARISONS = ("less", "greater")
+THRESHOLDS = ("at_most", "at_least")
+CLAIM_KINDS = COMPARISONS + THRESHOLDS
+
+_TOP_KEYS = {
+    "name",
+    "title",
+    "seeds",
+    "budget",
+    "paper_budget",
+    "budget_note",
+    "example",
+    "methods",
+    "settings",
+    "cells",
+    "evaluation",
+    "paper",
+    "claims",
+    "cell_cpus",
+}
+_REQUIRED = ("name", "title", "seeds", "budget", "example", "methods", "settings", "evaluation")
+
+
+class PlanError(ValueError):
+    """A plan entry is invalid (one line: the key, the bad value, what is valid)."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One training run of a plan: a method on a setting with one seed."""
+
+    method: str
+    setting: str
+    seed: int
+
+    @property
+    def id(self) -> str:
+        """The cell's file stem: ``<method>__<setting>__s<seed>``."""
+        return f"{self.method}__{self.setting}__s{self.seed}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper, checked on a metric over seeds."""
+
+    id: str
+    text: str
+    metric: str
+    kind: str
+    a: str
+    b: str | None = None  # the other method (comparisons)
+    threshold: float | None = None  # the number (thresholds)
+    settings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated plan (see the module docstring for the file's keys)."""
+
+    name: str
+    title: str
+    seeds: tuple[int, ...]
+    budget: int
+    example: str
+    methods: dict[str, dict]
+    settings: dict[str, dict]
+    evaluation: dict[str, Any]
+    paper_budget: int | None = None
+    budget_note: str = ""
+    cell_overrides: tuple[dict, ...] = ()
+    paper: dict[str, dict] = field(default_factory=dict)
+    claims: tuple[Claim, ...] = ()
+    cell_cpus: float = 1.0
+    source: str = ""
+
+    def cells(self, seeds: tuple[int, ...] | None = None) -> list[Cell]:
+        """Every cell: setting by setting, seed by seed, method by method.
+
+        In this order a campaign that stops early has every method on the same seeds of
+        the settings it reached, which is what the paired comparisons need.
+        """
+        return [
+            Cell(m, s, seed)
+            for s in self.settings
+            for seed in (self.seeds if seeds is None else seeds)
+            for m in self.methods
+        ]
+
+    def label(self, method: str) -> str:
+        """The method's label in tables and figures."""
+        return str(self.methods[method].get("label", method))
+
+    def example_path(self, cell: Cell, root: Path) -> Path:
+        """The tuned example a cell starts from (the method's template, else the plan's)."""
+        template = self.methods[cell.method].get("example", self.example)
+        return root / template.format(method=cell.method, setting=cell.setting)
+
+    def overrides(self, cell: Cell) -> dict[str, Any]:
+        """The config overrides of ``cell``: the method's, the setting's, then the cell's."""
+        out: dict[str, Any] = {"num_env_runners": 0}
+        out.update(self.methods[cell.method].get("config") or {})
+        out.update(self.settings[cell.setting].get("config") or {})
+        for entry in self.cell_overrides:
+            if entry["method"] == cell.method and entry["setting"] == cell.setting:
+                out.update(entry.get("config") or {})
+        out["seed"] = cell.seed
+        return out
+
+    def env_config(self, cell: Cell) -> dict[str, Any]:
+        """The ``env_config`` entries ``cell`` sets over its tuned example's: method, setting."""
+        out: dict[str, Any] = {}
+        out.update(self.methods[cell.method].get("env_config") or {})
+        out.update(self.settings[cell.setting].get("env_config") or {})
+        return out
+
+    def metric_paths(self, setting: str) -> dict[str, str]:
+        """The evaluation metrics of ``setting``: name -> result path, ``{notion}`` filled."""
+        notion = self.settings[setting].get("notion", "")
+        return {k: v.format(notion=notion) for k, v in self.evaluation["metrics"].items()}
+
+
+def _fail(key: str, value: Any, valid: str) -> PlanError:
+    return PlanError(f"{key}: {value!r} is invalid; valid: {valid}")
+
+
+def _mapping(key: str, value: Any) -> dict:
+    if not isinstance(value, dict) or not value:
+        raise _fail(key, value, "a non-empty mapping")
+    return value
+
+
+def _int(key: str, value: Any, low: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise _fail(key, value, f"an integer >= {low}")
+    return value
+
+
+def _claim(i: int, raw: Any, methods: dict, settings: dict, metrics: dict) -> Claim:
+    key = f"claims[{i}]"
+    if not isinstance(raw, dict):
+        raise _fail(
+            key, raw, "a mapping with id, text, metric and one of " + ", ".join(CLAIM_KINDS)
+        )
+    kinds = [k for k in CLAIM_KINDS if k in raw]
+    if len(kinds) != 1:
+        raise _fail(f"{key}", sorted(raw), "exactly one of " + ", ".join(CLAIM_KINDS))
+    kind = kinds[0]
+    unknown = set(raw) - {"id", "text", "metric", "settings", kind}
+    if unknown:
+        raise _fail(
+            f"{key}.{sorted(unknown)[0]}",
+            raw[sorted(unknown)[0]],
+            "id, text, metric, settings, " + kind,
+        )
+    for name in ("id", "text", "metric"):
+        if not isinstance(raw.get(name), str) or not raw[name]:
+            raise _fail(f"{key}.{name}", raw.get(name), "a non-empty string")
+    if raw["metric"] not in metrics:
+        raise _fail(f"{key}.metric", raw["metric"], "one of " + ", ".join(metrics))
+    pair = raw[kind]
+    if not isinstance(pair, list) or len(pair) != 2:
+        raise _fail(f"{key}.{kind}", pair, "a list of two entries")
+    if pair[0] not in methods:
+        raise _fail(f"{key}.{kind}[0]", pair[0], "one of the plan's methods: " + ", ".join(methods))
+    b, threshold = None, None
+    if kind in COMPARISONS:
+        if pair[1] not in methods or pair[1] == pair[0]:
+            raise _fail(f"{key}.{kind}[1]", pair[1], "another of the plan's methods")
+        b = pair[1]
+    else:
+        if isinstance(pair[1], bool) or not isinstance(pair[1], (int, float)):
+            raise _fail(f"{key}.{kind}[1]", pair[1], "a number")
+        threshold = float(pair[1])
+    chosen = raw.get("settings", list(settings))
+    if not isinstance(chosen, list) or not chosen or any(s not in settings for s in chosen):
+        raise _fail(
+            f"{key}.settings", chosen, "a list of the plan's settings: " + ", ".join(settings)
+        )
+    return Claim(raw["id"], raw["text"], raw["metric"], kind, pair[0], b, threshold, tuple(chosen))
+
+
+def parse_plan(data: Any, source: str = "") -> Plan:
+    """Checks a plan's data (as loaded from YAML) and returns the :class:`Plan`."""
+    if not isinstance(data, dict):
+        raise _fail("plan", type(data).__name__, "a mapping of " + ", ".join(_REQUIRED))
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise _fail(str(key), data[key], "a key among " + ", ".join(sorted(_TOP_KEYS)))
+    for key in _REQUIRED:
+        if key not in data:
+            raise PlanError(f"{key}: missing; a plan needs " + ", ".join(_REQUIRED))
+    name = data["name"]
+    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+        raise _fail("name", name, "letters, digits, '_' and '-'")
+    seeds = data["seeds"]
+    if not isinstance(seeds, list) or not seeds or len(set(seeds)) != len(seeds):
+        raise _fail("seeds", seeds, "a non-empty list of distinct integers >= 0")
+    seeds = tuple(_int("seeds[]", s) for s in seeds)
+    budget = _int("budget", data["budget"], 1)
+    paper_budget = data.get("paper_budget")
+    if paper_budget is not None:
+        paper_budget = _int("paper_budget", paper_budget, 1)
+    example = data["example"]
+    if not isinstance(example, str) or not example.endswith(".yaml"):
+        raise _fail("example", example, "a path template ending in .yaml")
+    methods = _mapping("methods", data["methods"])
+    settings = _mapping("settings", data["settings"])
+    for section, entries in (("methods", methods), ("settings", settings)):
+        for k, v in entries.items():
+            if not isinstance(k, str) or "__" in k or not k:
+                raise _fail(f"{section} key", k, "a non-empty name without '__'")
+            allowed = {"label", "config", "env_config", "notion"} | (
+                {"example"} if section == "methods" else set()
+            )
+            if not isinstance(v, dict) or set(v) - allowed:
+                raise _fail(f"{section}.{k}", v, "a mapping of " + ", ".join(sorted(allowed)))
+            if not str(v.get("example", ".yaml")).endswith(".yaml"):
+                raise _fail(
+                    f"{section}.{k}.example", v["example"], "a path template ending in .yaml"
+                )
+            for part in ("config", "env_config"):
+                if not isinstance(v.get(part, {}), dict):
+                    raise _fail(f"{section}.{k}.{part}", v[part], f"a mapping of {part} overrides")
+    cells = data.get("cells") or []
+    if not isinstance(cells, list):
+        raise _fail("cells", cells, "a list of {method, setting, config}")
+    for i, entry in enumerate(cells):
+        if (
+            not isinstance(entry, dict)
+            or entry.get("method") not in methods
+            or entry.get("setting") not in settings
+            or not isinstance(entry.get("config", {}), dict)
+        ):
+            raise _fail(
+                f"cells[{i}]", entry, "{method: <a method>, setting: <a setting>, config: {...}}"
+            )
+    evaluation = _mapping("evaluation", data["evaluation"])
+    from rllib_fair.reproduce.evaluators import EVALUATORS
+
+    evaluator = evaluation.get("evaluator", "greedy_episodes")
+    if evaluator not in EVALUATORS:
+        raise _fail("evaluation.evaluator", evaluator, "one of " + ", ".join(sorted(EVALUATORS)))
+    metrics = _mapping("evaluation.metrics", evaluation.get("metrics"))
+    for k, v in metrics.items():
+        if not isinstance(v, str) or not v:
+            raise _fail(
+                f"evaluation.metrics.{k}", v, "a result path such as fairness.{notion}.bias"
+            )
+    episodes = _int("evaluation.episodes", evaluation.get("episodes", 5), 1)
+    explore = evaluation.get("explore", False)
+    if not isinstance(explore, bool):
+        raise _fail("evaluation.explore", explore, "true or false")
+    evaluation = {**evaluation, "evaluator": evaluator, "episodes": episodes, "explore": explore}
+    paper = data.get("paper") or {}
+    if not isinstance(paper, dict):
+        raise _fail("paper", paper, "a mapping setting -> method -> metric -> value")
+    for s, by_method in paper.items():
+        if s not in settings or not isinstance(by_method, dict):
+            raise _fail(f"paper.{s}", by_method, "a setting of the plan mapping methods to values")
+        for m, values in by_method.items():
+            if m not in methods or not isinstance(values, dict):
+                raise _fail(
+                    f"paper.{s}.{m}", values, "a method of the plan mapping metrics to numbers"
+                )
+            for k, v in values.items():
+                if k not in metrics or isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise _fail(f"paper.{s}.{m}.{k}", v, "a number for one of the plan's metrics")
+    raw_claims = data.get("claims") or []
+    if not isinstance(raw_claims, list):
+        raise _fail("claims", raw_claims, "a list of claims")
+    claims = tuple(_claim(i, c, methods, settings, metrics) for i, c in enumerate(raw_claims))
+    if len({c.id for c in claims}) != len(claims):
+        raise _fail("claims", [c.id for c in claims], "claims with distinct ids")
+    cell_cpus = data.get("cell_cpus", 1.0)
+    if isinstance(cell_cpus, bool) or not isinstance(cell_cpus, (int, float)) or cell_cpus <= 0:
+        raise _fail("cell_cpus", cell_cpus, "a number > 0")
+    return Plan(
+        name=name,
+        title=str(data["title"]),
+        seeds=seeds,
+        budget=budget,
+        example=example,
+        methods=methods,
+        settings=settings,
+        evaluation=evaluation,
+        paper_budget=paper_budget,
+        budget_note=str(data.get("budget_note") or ""),
+        cell_overrides=tuple(cells),
+        paper=paper,
+        claims=claims,
+        cell_cpus=float(cell_cpus),
+        source=source,
+    )
+
+
+def shipped_plans() -> dict[str, Path]:
+    """``{name: path}`` of the plans shipped with the package."""
+    return {p.stem: p for p in sorted(PLAN_DIR.glob("*.yaml"))}
+
+
+def load_plan(name_or_path: str | Path) -> Plan:
+    """A shipped plan by name, or a plan file by path (one-line :class:`PlanError`)."""
+    import yaml
+
+    shipped = shipped_plans()
+    path = shipped.get(str(name_or_path), Path(name_or_path))
+    if not path.is_file():
+        raise _fail("PLAN", str(name_or_path), "a plan file or one of " + ", ".join(shipped))
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PlanError(f"PLAN: {str(path)!r} cannot be read: {first}") from None
+    return parse_plan(data, source=str(path))

@@ -1,0 +1,253 @@
+"""The reproduction engine: plans, statistics, merging, and a tiny plan run end to end.
+
+The end-to-end test runs ``rllib-fair reproduce`` on a four-cell plan one cell at a time,
+kills it (SIGKILL, the whole process group) once the first cell's file exists, and
+continues it with ``--resume``: the finished cell is not rerun, the others are, and the
+merge gives a verdict per claim. A deleted cell rerun gives the same numbers (seeded).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from rllib_fair.reproduce import stats
+from rllib_fair.reproduce.merge import cell_path, merge, projected_wall_hours
+from rllib_fair.reproduce.plan import Cell, PlanError, load_plan, parse_plan, shipped_plans
+
+torch.set_num_threads(1)
+
+TINY = {
+    "name": "tiny",
+    "title": "Tiny plan",
+    "seeds": [0, 1],
+    "budget": 400,
+    "example": "tuned_examples/{method}/{setting}-{method}.yaml",
+    "methods": {"ppo": {"label": "G-PPO"}, "pocar": {"label": "A-PPO"}},
+    "settings": {
+        "lending": {
+            "notion": "equal_opportunity",
+            "env_config": {"max_steps": 100},
+            "config": {"train_batch_size_per_learner": 200, "minibatch_size": 100, "num_epochs": 1},
+        }
+    },
+    "evaluation": {
+        "evaluator": "greedy_episodes",
+        "episodes": 2,
+        "metrics": {"bias": "fairness.{notion}.bias", "reward_per_step": "reward_per_step"},
+    },
+    "paper": {"lending": {"ppo": {"bias": 0.16}, "pocar": {"bias": 0.045}}},
+    "claims": [
+        {"id": "fairer", "text": "A-PPO below G-PPO", "metric": "bias", "less": ["pocar", "ppo"]},
+        {"id": "small", "text": "A-PPO at most 0.5", "metric": "bias", "at_most": ["pocar", 0.5]},
+    ],
+}
+
+
+# ----------------------------------------------------------------------------- plans
+def test_tiny_plan_cells_and_overrides():
+    plan = parse_plan(
+        {**TINY, "cells": [{"method": "ppo", "setting": "lending", "config": {"lr": 0.1}}]}
+    )
+    cells = plan.cells()
+    assert [c.id for c in cells] == [
+        "ppo__lending__s0",
+        "pocar__lending__s0",
+        "ppo__lending__s1",
+        "pocar__lending__s1",
+    ]
+    over = plan.overrides(Cell("ppo", "lending", 1))
+    assert over["lr"] == 0.1 and over["seed"] == 1 and over["num_env_runners"] == 0
+    assert over["minibatch_size"] == 100
+    assert "lr" not in plan.overrides(Cell("pocar", "lending", 1))
+    assert plan.env_config(Cell("pocar", "lending", 0)) == {"max_steps": 100}
+    assert plan.metric_paths("lending")["bias"] == "fairness.equal_opportunity.bias"
+    assert [c.id for c in plan.cells((7,))] == ["ppo__lending__s7", "pocar__lending__s7"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"budget": 0}, "budget: 0 is invalid; valid: an integer >= 1"),
+        ({"seeds": [1, 1]}, "seeds: [1, 1] is invalid"),
+        ({"colour": 1}, "colour: 1 is invalid; valid: a key among"),
+        ({"methods": {}}, "methods: {} is invalid; valid: a non-empty mapping"),
+        ({"evaluation": {**TINY["evaluation"], "evaluator": "x"}}, "evaluation.evaluator: 'x'"),
+        (
+            {"claims": [{"id": "a", "text": "t", "metric": "bias", "less": ["pocar", "sac"]}]},
+            "claims[0].less[1]: 'sac' is invalid; valid: another of the plan's methods",
+        ),
+        (
+            {"claims": [{"id": "a", "text": "t", "metric": "gap", "less": ["pocar", "ppo"]}]},
+            "claims[0].metric: 'gap' is invalid; valid: one of bias, reward_per_step",
+        ),
+        (
+            {"claims": [{"id": "a", "text": "t", "metric": "bias", "at_most": ["ppo", "x"]}]},
+            "claims[0].at_most[1]: 'x' is invalid; valid: a number",
+        ),
+        ({"paper": {"lending": {"ppo": {"bias": "high"}}}}, "paper.lending.ppo.bias: 'high'"),
+    ],
+)
+def test_bad_plan_entries_give_one_line(change, message):
+    with pytest.raises(PlanError) as err:
+        parse_plan({**TINY, **change})
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_missing_key_and_unknown_plan():
+    data = dict(TINY)
+    del data["budget"]
+    with pytest.raises(PlanError, match="budget: missing"):
+        parse_plan(data)
+    with pytest.raises(
+        PlanError, match="PLAN: 'no-such-plan' is invalid; valid: a plan file or one of"
+    ):
+        load_plan("no-such-plan")
+
+
+@pytest.mark.parametrize("name", sorted(shipped_plans()))
+def test_shipped_plans_load_and_name_existing_examples(name):
+    plan = load_plan(name)
+    root = Path(__file__).resolve().parents[2]
+    for cell in plan.cells():
+        assert plan.example_path(cell, root).is_file(), cell.id
+    assert len(plan.seeds) >= 5, "the campaign runs at least 5 seeds per cell"
+
+
+# ----------------------------------------------------------------------------- statistics
+def test_mean_interval_exact():
+    iv = stats.mean_interval([1.0, 2.0, 3.0])
+    # t(0.975, 2) = 4.302652729749464; s = 1; n = 3
+    assert iv.mean == 2.0 and iv.n == 3
+    assert iv.half == pytest.approx(4.302652729749464 / math.sqrt(3), rel=1e-12)
+    one = stats.mean_interval([5.0])
+    assert one.mean == 5.0 and not one.defined and one.text() == "5"
+    with pytest.raises(ValueError, match="NaN"):
+        stats.mean_interval([1.0, float("nan")])
+
+
+def test_paired_comparison_verdicts():
+    a = {0: 0.10, 1: 0.11, 2: 0.12}
+    b = {0: 0.20, 1: 0.22, 2: 0.21}
+    v = stats.compare(a, b, "less")
+    assert v.verdict == stats.HOLDS and "paired t-test over 3 shared seeds" in v.test
+    # differences -0.10, -0.11, -0.09: mean -0.10, s = 0.01
+    assert v.interval.mean == pytest.approx(-0.10)
+    assert v.interval.half == pytest.approx(4.302652729749464 * 0.01 / math.sqrt(3))
+    assert stats.compare(a, b, "greater").verdict == stats.FAILS
+    noisy = {0: 0.30, 1: 0.05, 2: 0.12}
+    assert stats.compare(noisy, b, "less").verdict == stats.INCONCLUSIVE
+    # no shared seeds: Welch
+    w = stats.compare({0: 1.0, 1: 1.1}, {5: 2.0, 6: 2.1}, "less")
+    assert "Welch" in w.test
+    assert stats.compare({0: 1.0}, {0: 2.0}, "less").verdict == stats.INCONCLUSIVE
+
+
+def test_threshold_verdicts_and_overall():
+    assert stats.threshold({0: 0.02, 1: 0.03, 2: 0.025}, 0.06, "at_most").verdict == stats.HOLDS
+    assert stats.threshold({0: 0.10, 1: 0.11, 2: 0.12}, 0.06, "at_most").verdict == stats.FAILS
+    assert stats.threshold({0: 0.0, 1: 0.12}, 0.06, "at_most").verdict == stats.INCONCLUSIVE
+    assert stats.threshold({0: 0.5, 1: 0.6, 2: 0.55}, 0.1, "at_least").verdict == stats.HOLDS
+    assert stats.overall([stats.HOLDS, stats.HOLDS]) == stats.HOLDS
+    assert stats.overall([stats.HOLDS, stats.INCONCLUSIVE]) == stats.INCONCLUSIVE
+    assert stats.overall([stats.INCONCLUSIVE, stats.FAILS]) == stats.FAILS
+
+
+# ----------------------------------------------------------------------------- merging
+def _write(out: Path, plan, method: str, seed: int, bias: float, budget: int | None = None):
+    path = cell_path(out, plan, Cell(method, "lending", seed))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    row = {
+        "cell": {"method": method, "setting": "lending", "seed": seed},
+        "budget": plan.budget if budget is None else budget,
+        "metrics": {"bias": bias, "reward_per_step": 0.1},
+        "wall_s": 360.0,
+        "cpu_hours": 0.1,
+    }
+    path.write_text(json.dumps(row))
+
+
+def test_merge_tables_verdicts_and_stale_cells(tmp_path):
+    plan = parse_plan({**TINY, "seeds": [0, 1, 2]})
+    for seed, (p, g) in enumerate([(0.04, 0.15), (0.05, 0.17), (0.045, 0.16)]):
+        _write(tmp_path, plan, "pocar", seed, p)
+        _write(tmp_path, plan, "ppo", seed, g)
+    _write(tmp_path, plan, "ppo", 9, 5.0, budget=123)  # another budget: left out
+    merged = merge(tmp_path, plan, plots=False)
+    assert merged.n_cells == 6 and merged.stale == 1
+    assert merged.claims["fairer"]["verdict"] == stats.HOLDS
+    assert merged.claims["small"]["verdict"] == stats.HOLDS
+    assert merged.cpu_hours == pytest.approx(0.6)
+    iv = merged.intervals[("lending", "pocar", "bias")]
+    assert iv.mean == pytest.approx(0.045) and iv.n == 3
+    text = (tmp_path / "tiny" / "README.md").read_text()
+    assert "| A-PPO | 0.045 ± " in text and "| 0.045 |" in text  # ours beside the paper's
+    assert "**holds**" in text and "paired t-test over 3 shared seeds" in text
+    # 6 cells, 2 CPUs of 1 cell each: 3 waves of 0.1 h
+    assert projected_wall_hours(plan, 0.1, 2) == pytest.approx(0.3)
+    # swapping the methods' numbers flips the comparison
+    for seed, (p, g) in enumerate([(0.04, 0.15), (0.05, 0.17), (0.045, 0.16)]):
+        _write(tmp_path, plan, "pocar", seed, g)
+        _write(tmp_path, plan, "ppo", seed, p)
+    assert merge(tmp_path, plan, plots=False).claims["fairer"]["verdict"] == stats.FAILS
+
+
+# ----------------------------------------------------------------------------- end to end
+def _start(plan_file: Path, out: Path, storage: Path, log: Path, *extra: str):
+    env = dict(os.environ, RAY_AUTH_MODE="disabled")
+    cmd = [sys.executable, "-m", "rllib_fair.cli", "reproduce", str(plan_file)]
+    cmd += ["--out", str(out), "--storage-path", str(storage), "--num-cpus", "1", *extra]
+    return subprocess.Popen(
+        cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+@pytest.mark.ray
+def test_tiny_plan_killed_then_resumed(tmp_path):
+    plan_file = tmp_path / "tiny.yaml"
+    plan_file.write_text(yaml.safe_dump(TINY))
+    plan = load_plan(plan_file)
+    out, storage, log = tmp_path / "out", tmp_path / "tune", tmp_path / "log.txt"
+    cells = tmp_path / "out" / "tiny" / "cells"
+    proc = _start(plan_file, out, storage, log, "--max-concurrent", "1")
+    deadline = time.time() + 240
+    while not list(cells.glob("*.json")) and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    assert list(cells.glob("*.json")), log.read_text()[-3000:]
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = {p.name: p.read_bytes() for p in cells.glob("*.json")}
+    assert 1 <= len(first) < 4
+    assert not list(cells.glob("*.tmp"))
+    proc = _start(plan_file, out, storage, log, "--resume")
+    assert proc.wait(timeout=300) == 0, log.read_text()[-3000:]
+    text = log.read_text()
+    assert f"4 cells, {len(first)} finished, {4 - len(first)} to run" in text
+    for name, content in first.items():
+        assert (cells / name).read_bytes() == content  # not rerun
+    rows = {c.id: json.loads((cells / f"{c.id}.json").read_text()) for c in plan.cells()}
+    for row in rows.values():
+        assert row["env_steps"] >= 400 and all(math.isfinite(v) for v in row["metrics"].values())
+    readme = (out / "tiny" / "README.md").read_text()
+    assert "Cells finished: 4 of 4" in readme and "## Claims" in readme
+    assert (out / "tiny" / "tiny.png").is_file()
+    assert "claim fairer:" in text and "claim small:" in text
+    # the same seed gives the same cell: delete one and run again
+    again = "pocar__lending__s1"
+    (cells / f"{again}.json").unlink()
+    proc = _start(plan_file, out, storage, log)
+    assert proc.wait(timeout=300) == 0, log.read_text()[-3000:]
+    rerun = json.loads((cells / f"{again}.json").read_text())
+    assert rerun["metrics"] == rows[again]["metrics"]
+    # different seeds give different runs (not one replayed episode)
+    assert rows["ppo__lending__s0"]["metrics"] != rows["ppo__lending__s1"]["metrics"]

@@ -57,7 +57,7 @@ def write_pareto(folder: str | Path, last: int = 1, plots: bool = True) -> dict:
     return {"rows": rows, "front": front, "table": table, "files": [str(f) for f in files]}
 
 
-#: preference (scripts/reproduce_elbert_fig4.py, scripts/reproduce_sellf_table1.py).
+#: preference (the former Fig. 4 script, scripts/reproduce_sellf_table1.py).
 RETURN_COLUMNS = ("reward_per_step", "episode_return", "reward_mean", "return")
 GAP_COLUMNS = ("bias", "disparity_mean", "gap")
 

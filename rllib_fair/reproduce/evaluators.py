@@ -19,7 +19,17 @@ Shipped:
   the training env's setting and length (env seeds drawn from ``10_000 + seed``); the
   paths name its outputs, means over the episodes: ``profit`` (cash gained),
   ``gain_gap`` (|G0 - G1|, the groups' total qualification gains), ``G0``, ``G1`` and
-  ``lambda`` (the benefit-fairness Lambda of the episode's decisions).
+  ``lambda`` (the benefit-fairness Lambda of the episode's decisions);
+* ``replicator_initial_states``: Yin et al.'s initial-state grid on a replicator env
+  (``fair/Replicator-v0``, ``fair/ReplicatorAdult-v0``): the final policy, greedy, for one
+  episode from each initial state (default: the 16 states ``{0.2, 0.4, 0.6, 0.8}^2``;
+  ``initial_states: [[q0, q1], ...]`` to change them) on the training env's setting
+  (``horizon: H`` replaces its ``max_steps``); the env is deterministic given the
+  actions, so ``episodes`` is unused. The paths name its outputs: ``cum_loss`` and
+  ``cum_disparity`` (the per-step loss and squared disparity summed over the episode,
+  mean over the states), ``mean_step_loss`` (the per-step loss, mean over steps and
+  states), ``final_q_mean`` (the final qualification rates' mean) and ``final_q_gap``
+  (the final abs(q0 - q1), mean over the states).
 
 A metric that is missing or not finite is an error naming the path: a cell never writes
 a NaN.
@@ -138,9 +148,117 @@ class LendingDriftSampled(Evaluator):
         return {name: read_path(means, path) for name, path in paths.items()}
 
 
+class ReplicatorInitialStates(Evaluator):
+    """Yin et al.'s initial-state grid: greedy episodes from fixed states of a replicator env.
+
+    One episode per initial state with the final policy's greedy thresholds
+    (:func:`rllib_fair.algorithms.rtd3.evaluation.rollouts`, the protocol of the paper's
+    Figs. 1 and 4), on the training env's id and ``env_config`` (``horizon`` replaces
+    ``max_steps``). The env is deterministic given the actions, so the result depends
+    only on the policy and the states.
+    """
+
+    NAME = "replicator_initial_states"
+    #: What the paths may name.
+    OUTPUTS = ("cum_loss", "cum_disparity", "mean_step_loss", "final_q_mean", "final_q_gap")
+
+    @classmethod
+    def initial_states(cls, evaluation: dict) -> list[tuple[float, float]]:
+        """The plan's ``initial_states`` (default: the 16-state grid), checked."""
+        from rllib_fair.algorithms.rtd3.evaluation import GRID_STATES
+
+        raw = evaluation.get("initial_states", GRID_STATES)
+        valid = "a non-empty list of [q0, q1] pairs with entries in [0, 1]"
+        if not isinstance(raw, (list, tuple)) or not raw:
+            raise ValueError(f"evaluation.initial_states: {raw!r} is invalid; valid: {valid}")
+        states = []
+        for pair in raw:
+            ok = isinstance(pair, (list, tuple)) and len(pair) == 2
+            ok = ok and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0
+                for v in pair
+            )
+            if not ok:
+                raise ValueError(
+                    f"evaluation.initial_states: entry {pair!r} is invalid; valid: {valid}"
+                )
+            states.append((float(pair[0]), float(pair[1])))
+        return states
+
+    @classmethod
+    def env_config(cls, config, evaluation: dict) -> dict:
+        """The training ``env_config`` with ``max_steps`` set to ``horizon`` when given."""
+        env_config = dict(config.env_config or {})
+        horizon = evaluation.get("horizon")
+        if horizon is not None:
+            if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+                raise ValueError(
+                    f"evaluation.horizon: {horizon!r} is invalid; valid: an integer >= 1"
+                )
+            env_config["max_steps"] = horizon
+        return env_config
+
+    def configure(self, config, evaluation: dict):
+        """Checks the plan's settings and the env (a replicator env) before anything is built."""
+        from rllib_fair.algorithms.common.model_env import model_env_class
+        from rllib_fair.envs.replicator import ReplicatorEnv
+
+        if evaluation.get("explore", False):
+            raise ValueError(
+                f"evaluation.explore: {evaluation['explore']!r} is invalid for {self.NAME}; "
+                "valid: false (the rollouts are greedy)"
+            )
+        self.initial_states(evaluation)
+        self.env_config(config, evaluation)
+        cls = model_env_class(config.env, user=f"the {self.NAME} evaluator")
+        if cls is None or not issubclass(cls, ReplicatorEnv):
+            raise ValueError(
+                f"env: {config.env!r} is invalid for {self.NAME}; valid: fair/Replicator-v0, "
+                "fair/ReplicatorAdult-v0"
+            )
+        return config
+
+    @staticmethod
+    def summary(out: dict) -> dict[str, float]:
+        """The outputs from :func:`~rllib_fair.algorithms.rtd3.evaluation.rollouts`'s arrays."""
+        import numpy as np
+
+        q_final = out["q"][:, -1]
+        return {
+            "cum_loss": float(out["loss"].sum(axis=1).mean()),
+            "cum_disparity": float(out["disparity"].sum(axis=1).mean()),
+            "mean_step_loss": float(out["loss"].mean()),
+            "final_q_mean": float(q_final.mean()),
+            "final_q_gap": float(np.abs(q_final[:, 0] - q_final[:, 1]).mean()),
+        }
+
+    def measure(self, algo, last_result: dict, paths: dict[str, str], evaluation: dict) -> dict:
+        """Rolls the greedy policy out from every initial state and reads the outputs."""
+        from rllib_fair.algorithms.common.model_env import make_model_env
+        from rllib_fair.algorithms.rtd3.evaluation import rllib_greedy_policy, rollouts
+
+        for name, path in paths.items():
+            if path not in self.OUTPUTS:
+                raise ValueError(
+                    f"evaluation.metrics.{name}: {path!r} is invalid for {self.NAME}; valid: "
+                    + ", ".join(self.OUTPUTS)
+                )
+        cfg = algo.config
+        env = make_model_env(
+            cfg.env, self.env_config(cfg, evaluation), user=f"the {self.NAME} evaluator"
+        )
+        try:
+            out = rollouts(env, rllib_greedy_policy(algo), self.initial_states(evaluation))
+        finally:
+            env.close()
+        summary = self.summary(out)
+        return {name: read_path(summary, path) for name, path in paths.items()}
+
+
 #: Evaluators by the name a plan uses.
 EVALUATORS: dict[str, type[Evaluator]] = {
     "greedy_episodes": GreedyEpisodes,
     "final_training": FinalTraining,
     "lending_drift_sampled": LendingDriftSampled,
+    "replicator_initial_states": ReplicatorInitialStates,
 }

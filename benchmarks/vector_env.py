@@ -15,7 +15,7 @@ Two tables, every row measured in alternating rounds in one process (one torch t
 Usage::
 
     OMP_NUM_THREADS=1 RAY_AUTH_MODE=disabled python benchmarks/vector_env.py \\
-        [--env fair/Lending-v0] [--copies 1 8] [--steps 4096] [--rounds 3]
+        [--env fair/Lending-v0] [--copies 1 8] [--steps 4096] [--rounds 3] [--env-only]
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 torch.set_num_threads(1)
@@ -49,7 +48,8 @@ def env_rate(env_id: str, n: int, native: bool, steps: int) -> float:
     mode = "vector_entry_point" if native else "sync"
     env = gym.make_vec(env_id, num_envs=n, vectorization_mode=mode)
     env.reset(seed=0)
-    actions = np.random.default_rng(0).integers(0, 2, size=(steps, n))
+    env.action_space.seed(0)  # the same pre-drawn actions for both modes
+    actions = [env.action_space.sample() for _ in range(steps)]
     start = time.perf_counter()
     for t in range(steps):
         env.step(actions[t])
@@ -101,30 +101,36 @@ def main() -> None:
     parser.add_argument("--copies", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--steps", type=int, default=4096)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--env-only", action="store_true", help="only the first table (no RLlib sampling)"
+    )
     args = parser.parse_args()
 
     import ray
 
-    ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level="ERROR",
-    )
+    if not args.env_only:  # the env table needs no Ray
+        ray.init(
+            address="local",
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+        )
     envs: dict = {}
     sampling: dict = {}
     for _ in range(args.rounds):
         for n in args.copies:
             for native in (False, True):
                 envs.setdefault((n, native), []).append(env_rate(args.env, n, native, 2000))
-            for mode in MODES:
+            for mode in () if args.env_only else MODES:
                 sampling.setdefault((n, mode), []).append(sample_ms(args.env, n, mode, args.steps))
     print(f"\nenv={args.env}; median of {args.rounds} rounds")
     print(f"{'copies':>7}{'sync steps/s/copy':>19}{'native':>12}{'ratio':>8}")
     for n in args.copies:
         s, v = (statistics.median(envs[(n, k)]) for k in (False, True))
         print(f"{n:>7}{s:>19,.0f}{v:>12,.0f}{v / s:>8.2f}")
+    if args.env_only:
+        return
     print("\nRLlib sampling, ms per env step (in brackets: speed-up over stock RLlib)")
     print(f"{'copies':>7}{'stock RLlib':>13}{'ours, sync':>18}{'ours, native':>18}")
     for n in args.copies:

@@ -48,6 +48,8 @@ VECTOR_ENTRY_POINTS: dict[str, str] = {
     "fair/Lending-v0": "rllib_fair.envs.lending_vector:LendingVectorEnv",
     "fair/LendingHard-v0": "rllib_fair.envs.lending_vector:LendingHardVectorEnv",
     "fair/LendingFICO-v0": "rllib_fair.envs.lending_fico_vector:LendingFICOVectorEnv",
+    "fair/Attention-v0": "rllib_fair.envs.attention_vector:AttentionVectorEnv",
+    "fair/AttentionHard-v0": "rllib_fair.envs.attention_vector:AttentionHardVectorEnv",
 }
 
 #: Every environment id this package registers.

@@ -192,8 +192,8 @@ def test_creator_builds_the_env_or_its_native_vector_version():
     vector = FairEnvCreator("fair/Lending-v0")({"max_steps": 7, "num_envs": 3})
     assert type(vector) is LendingVectorEnv and vector.num_envs == 3
     assert set(VECTOR_ENTRY_POINTS) < set(ENV_IDS)
-    with pytest.raises(ValueError, match=r"vector_entry_point.*fair/Attention-v0.*'sync'"):
-        FairEnvCreator("fair/Attention-v0")({"num_envs": 2})
+    with pytest.raises(ValueError, match=r"vector_entry_point.*fair/QuarterlyLending-v0.*'sync'"):
+        FairEnvCreator("fair/QuarterlyLending-v0")({"num_envs": 2})
     with pytest.raises(ValueError, match=r"env_id='fair/Nope-v0': unknown, expected one of"):
         FairEnvCreator("fair/Nope-v0")
     # the plain gymnasium id is unchanged

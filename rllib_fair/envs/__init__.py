@@ -50,6 +50,7 @@ VECTOR_ENTRY_POINTS: dict[str, str] = {
     "fair/LendingFICO-v0": "rllib_fair.envs.lending_fico_vector:LendingFICOVectorEnv",
     "fair/Attention-v0": "rllib_fair.envs.attention_vector:AttentionVectorEnv",
     "fair/AttentionHard-v0": "rllib_fair.envs.attention_vector:AttentionHardVectorEnv",
+    "fair/SchoolAdmission-v0": "rllib_fair.envs.school_admission_vector:SchoolAdmissionVectorEnv",
 }
 
 #: Every environment id this package registers.

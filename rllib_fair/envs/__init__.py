@@ -51,6 +51,8 @@ VECTOR_ENTRY_POINTS: dict[str, str] = {
     "fair/Attention-v0": "rllib_fair.envs.attention_vector:AttentionVectorEnv",
     "fair/AttentionHard-v0": "rllib_fair.envs.attention_vector:AttentionHardVectorEnv",
     "fair/SchoolAdmission-v0": "rllib_fair.envs.school_admission_vector:SchoolAdmissionVectorEnv",
+    "fair/Infectious-v0": "rllib_fair.envs.infectious_vector:InfectiousVectorEnv",
+    "fair/InfectiousHard-v0": "rllib_fair.envs.infectious_vector:InfectiousHardVectorEnv",
 }
 
 #: Every environment id this package registers.

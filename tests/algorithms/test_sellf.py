@@ -82,7 +82,7 @@ def test_sellf_pipeline_predictions_memory_and_no_hidden_labels(ray_session):
         assert torch.all(b[PI_ALL][valid] > 0) and torch.all(b[PI_ALL][valid] <= 1)
         assert torch.all(b[RENYI_SCALE][valid] >= 0)
         assert torch.all(b[PENALTY_DISPARITY][valid] >= 0)
-        memory = learner._memory
+        memory = learner._memory.arrays()
         accepted = (valid & (b[keys.COL_DECISION] == 1)).sum().item()
         assert len(memory["obs"]) == accepted  # only accepted rows enter M
         assert set(np.unique(memory["label"])) <= {0.0, 1.0}
@@ -129,7 +129,7 @@ def test_sellf_state_survives_checkpoint(ray_session, tmp_path):
         algo.train()
         algo.train()
         learner = algo.learner_group._learner
-        memory = {k: v.copy() for k, v in learner._memory.items()}
+        memory = learner._memory.state()
         weights = learner.module["default_policy"].predictor[0].weight.detach().clone()
         algo.save_to_path(str(tmp_path / "ckpt"))
     finally:
@@ -138,8 +138,8 @@ def test_sellf_state_survives_checkpoint(ray_session, tmp_path):
     try:
         lrn = restored.learner_group._learner
         assert len(lrn._store) == 2 and lrn._iteration == 2
-        np.testing.assert_array_equal(lrn._memory["obs"], memory["obs"])
-        np.testing.assert_array_equal(lrn._memory["label"], memory["label"])
+        for key in ("obs", "group", "label"):
+            np.testing.assert_array_equal(lrn._memory.arrays()[key], memory[key])
         torch.testing.assert_close(lrn.module["default_policy"].predictor[0].weight, weights)
         restored.train()
     finally:
@@ -246,3 +246,165 @@ def test_sellf_loss_is_ppo_on_regularised_advantages_plus_eq_6(ray_session):
             assert got.item() == pytest.approx((ppo + 0.1 * renyi).item(), rel=1e-5)
     finally:
         algo.stop()
+
+
+# ---------------------------------------------------------------- memory-flat update
+
+
+def _bare_learner(**training):
+    """A SELLF learner outside an algorithm, with a store of distinct policy snapshots."""
+    import gymnasium as gym
+
+    torch.manual_seed(0)
+    cfg = (
+        get_config_class("SELLF")()
+        .environment("fair/LendingFICO-v0")
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .training(**training)
+        .debugging(seed=0)
+    )
+    learner = cfg.build_learner(env=gym.make("fair/LendingFICO-v0"))
+    learner.build()
+    module = learner.module["default_policy"].unwrapped()
+    with torch.no_grad():
+        for _ in range(learner.config.policy_store_size):
+            for p in [*module.encoder.actor_encoder.parameters(), *module.pi.parameters()]:
+                p.add_(0.5 * torch.randn_like(p))
+            learner._store.append(learner._snapshot(module))
+    return learner, module
+
+
+def _rows(rng, k, dim):
+    """``k`` memory rows; group 1 is rare, so some updates read none of its rows."""
+    obs = rng.random((k, dim)).astype(np.float32)
+    return obs, (rng.random(k) < 0.02).astype(np.int64), (rng.random(k) < 0.6).astype(np.float32)
+
+
+def _reference_update(learner, module, memory, rng):
+    """The predictor update computed the direct way (Alg. 1 as first written): the
+    acceptance probabilities of the whole memory under the current and the sampled
+    stored policies, then each step's rows picked from them."""
+    from rllib_fair.algorithms.sellf.connectors import accept_probability
+
+    cfg = learner.config
+    opt = learner.get_optimizer("default_policy", "predictor")
+    for group in opt.param_groups:
+        group["lr"] = cfg.predictor_lr * cfg.predictor_lr_decay**learner._iteration
+    obs, groups, labels = (torch.from_numpy(memory[k]) for k in ("obs", "group", "label"))
+    n_pol = min(cfg.policy_samples, len(learner._store))
+    policies = [learner._store[i] for i in rng.choice(len(learner._store), n_pol, replace=False)]
+    with torch.no_grad():
+        pi_now = accept_probability(module, None, obs)
+        probs = [pi_now] + [accept_probability(module, s, obs) for s in policies]
+        weights = ipw_weights(pi_now, acceptance_under_all(probs))
+    n, columns = len(obs), group_columns(groups)
+    used = torch.zeros(n, dtype=torch.bool)
+    for _ in range(cfg.predictor_steps):
+        if cfg.predictor_batch_size and cfg.predictor_batch_size < n:
+            idx = torch.from_numpy(rng.choice(n, cfg.predictor_batch_size, replace=False))
+        else:
+            idx = torch.arange(n)
+        used[idx] = True
+        opt.zero_grad(set_to_none=True)
+        loss = self_normalized_bce(
+            module.predict_logits(obs[idx]), labels[idx], weights[idx], columns=columns[idx]
+        )
+        loss.backward()
+        opt.step()
+    return loss.detach(), weights[used].max(), weights.max(), bool(groups[used].any())
+
+
+@pytest.mark.parametrize("batch", [16, None], ids=["minibatches", "whole_memory"])
+def test_memory_flat_predictor_update_equals_the_whole_memory_computation(batch):
+    """Appends of every size (wrapping the memory, larger than it) keep the memory the
+    tail of everything appended, and every predictor update (rows drawn, acceptance
+    probabilities only on the rows the steps read) gives exactly the loss, the predictor
+    parameters and the RNG state of the reference that evaluates the whole memory. The
+    probabilities are bit-equal because each row's forward pass does not depend on
+    the other rows in the batch on this CPU path."""
+    learner, module = _bare_learner(
+        memory_size=300,
+        policy_store_size=6,
+        policy_samples=3,
+        predictor_steps=3,
+        predictor_batch_size=batch,
+    )
+    opt = learner.get_optimizer("default_policy", "predictor")
+    rng = np.random.default_rng(1)
+    dim = int(np.prod(module.observation_space.shape))
+    tail = dict(zip(("obs", "group", "label"), _rows(rng, 0, dim)))
+    skipped_rare = 0  # updates whose steps read no row of the rare group in memory
+    for step, k in enumerate([130, 70, 260, 0, 400, 90, 299, 33, 301, 5]):
+        new = dict(zip(("obs", "group", "label"), _rows(rng, k, dim)))
+        learner.remember(new["obs"], new["group"], new["label"])
+        tail = {key: np.concatenate([tail[key], new[key]])[-300:] for key in tail}
+        memory = learner._memory.arrays()
+        for key in tail:
+            assert memory[key].dtype == tail[key].dtype
+            np.testing.assert_array_equal(memory[key], tail[key])
+        pred0 = copy.deepcopy(module.predictor.state_dict())
+        opt0 = copy.deepcopy(opt.state_dict())
+        rng0 = copy.deepcopy(learner._rng.bit_generator.state)
+        got = learner._train_predictor("default_policy", module)
+        got_pred = copy.deepcopy(module.predictor.state_dict())
+        got_max = learner.metrics.peek(("default_policy", "max_ipw_weight"))
+        got_rng = learner._rng.bit_generator.state
+        module.predictor.load_state_dict(pred0)
+        opt.load_state_dict(opt0)
+        ref_rng = np.random.default_rng()
+        ref_rng.bit_generator.state = rng0
+        want, want_max_used, want_max_all, reads_rare = _reference_update(
+            learner, module, tail, ref_rng
+        )
+        assert torch.equal(got, want), step
+        for name, value in module.predictor.state_dict().items():
+            assert torch.equal(got_pred[name], value), (step, name)
+        assert got_rng == ref_rng.bit_generator.state
+        assert got_max == want_max_used.item() <= want_max_all.item()
+        if batch is None:
+            assert got_max == want_max_all.item()
+        assert memory["group"].any()
+        skipped_rare += int(not reads_rare)
+        learner._iteration += 1
+    assert skipped_rare > 0 if batch else skipped_rare == 0
+
+
+def test_sellf_learner_state_round_trips_and_continues_equally():
+    """get_state / set_state carry the memory (as copies, untouched by later appends),
+    the store, the RNG and the counter; the restored learner then appends and updates
+    exactly like the original."""
+    kwargs = dict(
+        memory_size=200,
+        policy_store_size=4,
+        policy_samples=2,
+        predictor_steps=4,
+        predictor_batch_size=32,
+    )
+    a, mod_a = _bare_learner(**kwargs)
+    rng = np.random.default_rng(2)
+    dim = int(np.prod(mod_a.observation_space.shape))
+    for k in (150, 120):
+        a.remember(*_rows(rng, k, dim))
+    a._train_predictor("default_policy", mod_a)
+    state = a.get_state()
+    saved = {k: v.copy() for k, v in state["sellf"]["memory"].items()}
+    assert len(saved["obs"]) == 200
+    b, mod_b = _bare_learner(**kwargs)
+    b._store = []
+    b.set_state(state)
+    assert len(b._store) == 4 and b._iteration == a._iteration
+    for key, value in a._memory.arrays().items():
+        np.testing.assert_array_equal(b._memory.arrays()[key], value)
+    for k in (190, 60, 10):  # moves rows inside both memories' arrays
+        rows = _rows(rng, k, dim)
+        a.remember(*rows)
+        b.remember(*rows)
+        la = a._train_predictor("default_policy", mod_a)
+        lb = b._train_predictor("default_policy", mod_b)
+        assert torch.equal(la, lb)
+    for key, value in saved.items():  # the checkpoint's arrays did not move with them
+        np.testing.assert_array_equal(state["sellf"]["memory"][key], value)
+    for name, value in mod_a.predictor.state_dict().items():
+        assert torch.equal(mod_b.predictor.state_dict()[name], value), name
+    for key, value in a._memory.arrays().items():
+        np.testing.assert_array_equal(b._memory.arrays()[key], value)

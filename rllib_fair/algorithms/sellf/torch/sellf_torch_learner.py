@@ -50,6 +50,76 @@ def self_normalized_bce(logits, labels, weights, groups=None, *, columns=None) -
     return ((weights * losses) @ columns / (weights @ columns).clamp_min(1e-12)).sum()
 
 
+class SampleMemory:
+    """SELLF's memory M: the most recent ``capacity`` accepted rows, oldest first.
+
+    Rows live in preallocated arrays of twice the capacity. An append writes behind the
+    last row; when the arrays' end is reached, the rows still kept move to the front in
+    one copy of at most ``capacity`` rows, and at least ``capacity`` rows were appended
+    since the previous move: appending costs amortised O(rows appended), never a copy
+    of the whole memory per append. The kept rows are always one contiguous slice, in
+    the order that concatenating everything appended and keeping its tail would give.
+    """
+
+    KEYS = ("obs", "group", "label")
+    DTYPES = {"obs": np.float32, "group": np.int64, "label": np.float32}
+
+    def __init__(self, capacity: int):
+        self.capacity = int(capacity)
+        self._buf: dict[str, np.ndarray] = {}
+        self._start = 0
+        self._end = 0
+
+    def __len__(self) -> int:
+        return self._end - self._start
+
+    def append(self, obs: np.ndarray, group: np.ndarray, label: np.ndarray) -> None:
+        """Adds rows at the end, dropping the oldest beyond the capacity."""
+        new = {
+            k: np.asarray(v).astype(self.DTYPES[k], copy=False)
+            for k, v in zip(self.KEYS, (obs, group, label))
+        }
+        k, cap = len(new["obs"]), self.capacity
+        if k == 0:
+            return
+        if not self._buf:
+            self._buf = {
+                key: np.empty((2 * cap, *v.shape[1:]), dtype=v.dtype) for key, v in new.items()
+            }
+        if k >= cap:  # only the newest ``cap`` rows of this append survive
+            for key, v in new.items():
+                self._buf[key][:cap] = v[-cap:]
+            self._start, self._end = 0, cap
+            return
+        if self._end + k > 2 * cap:  # move the rows that stay to the front
+            keep = min(len(self), cap - k)
+            for buf in self._buf.values():
+                buf[:keep] = buf[self._end - keep : self._end]
+            self._start, self._end = 0, keep
+        for key, v in new.items():
+            self._buf[key][self._end : self._end + k] = v
+        self._end += k
+        self._start = max(self._start, self._end - cap)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The kept rows, oldest first, as views (valid until the next append)."""
+        return {k: v[self._start : self._end] for k, v in self._buf.items()}
+
+    def rows(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """Copies of the rows at positions ``idx`` (0 = oldest kept row)."""
+        return {k: v[self._start + idx] for k, v in self._buf.items()}
+
+    def state(self) -> dict[str, np.ndarray]:
+        """Copies of the kept rows (``{}`` when empty): the checkpoint form."""
+        return {k: v.copy() for k, v in self.arrays().items()} if len(self) else {}
+
+    def load(self, state: dict) -> None:
+        """Replaces the rows with those of :meth:`state` (the newest ``capacity`` kept)."""
+        self._buf, self._start, self._end = {}, 0, 0
+        if state:
+            self.append(state["obs"], state["group"], state["label"])
+
+
 class SELLFTorchLearner(FairPPOTorchLearner):
     """PPO torch learner with SELLF's losses and predictor training (Alg. 1)."""
 
@@ -59,7 +129,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
         super().build()
         seed = self.config.seed if self.config.seed is not None else 0
         self._rng = np.random.default_rng(seed)
-        self._memory: dict[str, np.ndarray] = {}
+        self._memory = SampleMemory(self.config.memory_size)
         self._store: list = []
         self._iteration = 0
         if self._learner_connector is not None:
@@ -91,19 +161,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
     # ------------------------------------------------------------------ memory/store
     def remember(self, obs: np.ndarray, group: np.ndarray, label: np.ndarray) -> None:
         """Appends accepted samples (features, group, observed label) to the memory M."""
-        if len(obs) == 0:
-            return
-        new = {
-            "obs": obs.astype(np.float32),
-            "group": group.astype(np.int64),
-            "label": label.astype(np.float32),
-        }
-        for k, v in new.items():
-            old = self._memory.get(k)
-            self._memory[k] = v if old is None else np.concatenate([old, v])
-        cap = self.config.memory_size
-        if len(self._memory["obs"]) > cap:
-            self._memory = {k: v[-cap:] for k, v in self._memory.items()}
+        self._memory.append(obs, group, label)
 
     def sample_policies(self) -> list:
         """Up to ``policy_samples`` stored policy snapshots, drawn without replacement."""
@@ -169,32 +227,55 @@ class SELLFTorchLearner(FairPPOTorchLearner):
                 self._store.pop(0)
         self._iteration += 1
 
-    def _train_predictor(self, module_id, module) -> None:
+    def _train_predictor(self, module_id, module):
+        """Eq. 7 on the memory: ``predictor_steps`` Adam steps; returns the last loss.
+
+        The IPW weights need the acceptance probability of every row a step reads
+        under the current policy and the sampled snapshots. With minibatches
+        (``predictor_batch_size`` below the memory size) all steps' row draws are made
+        first (the same draws, in the same order, after the same policy draw) and the
+        probabilities are computed for the rows they use only, so the cost of an
+        update does not grow with the memory. A row's probabilities do not depend on
+        the other rows of the forward pass, so the weights, losses and parameters are
+        those of computing them on the whole memory and picking the rows (tested).
+        ``max_ipw_weight`` is therefore the largest weight among the rows the steps
+        used (every row without minibatches).
+        """
         cfg = self.config
-        if not self._memory:
-            return
+        n = len(self._memory)
+        if n == 0:
+            return None
         opt = self.get_optimizer(module_id, "predictor")
         for group in opt.param_groups:  # App. E: exponential decay per iteration
             group["lr"] = cfg.predictor_lr * cfg.predictor_lr_decay**self._iteration
         device = next(module.predictor.parameters()).device
-        obs = torch.from_numpy(self._memory["obs"]).to(device)
-        groups = torch.from_numpy(self._memory["group"]).to(device)
-        labels = torch.from_numpy(self._memory["label"]).to(device)
+        snapshots = self.sample_policies()
+        steps = cfg.predictor_steps
+        if cfg.predictor_batch_size and cfg.predictor_batch_size < n:
+            draws = [
+                self._rng.choice(n, cfg.predictor_batch_size, replace=False) for _ in range(steps)
+            ]
+            used = np.unique(np.concatenate(draws))  # sorted memory rows the steps read
+            rows = self._memory.rows(used)
+            picks = [torch.from_numpy(np.searchsorted(used, d)).to(device) for d in draws]
+        else:
+            rows, picks = self._memory.arrays(), [None] * steps
+        obs = torch.from_numpy(rows["obs"]).to(device)
+        groups = torch.from_numpy(rows["group"]).to(device)
+        labels = torch.from_numpy(rows["label"]).to(device)
         with torch.no_grad():
             pi_now = accept_probability(module, None, obs)
-            probs = [pi_now] + [accept_probability(module, s, obs) for s in self.sample_policies()]
+            probs = [pi_now] + [accept_probability(module, s, obs) for s in snapshots]
             weights = ipw_weights(pi_now, acceptance_under_all(probs))
-        n = len(obs)
-        columns = group_columns(groups)  # the memory's groups, fixed during the steps
+        # One column per group among these rows; a group of the memory that no step
+        # reads would only add a column of zeros, i.e. exactly 0 to loss and gradient.
+        columns = group_columns(groups)
         loss = None
-        for _ in range(cfg.predictor_steps):
-            if cfg.predictor_batch_size and cfg.predictor_batch_size < n:
-                idx = torch.from_numpy(
-                    self._rng.choice(n, cfg.predictor_batch_size, replace=False)
-                ).to(device)
-                x, y, w, cols = obs[idx], labels[idx], weights[idx], columns[idx]
-            else:
+        for pick in picks:
+            if pick is None:
                 x, y, w, cols = obs, labels, weights, columns
+            else:
+                x, y, w, cols = obs[pick], labels[pick], weights[pick], columns[pick]
             opt.zero_grad(set_to_none=True)
             loss = self_normalized_bce(module.predict_logits(x), y, w, columns=cols)
             loss.backward()
@@ -206,6 +287,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
             self.metrics.log_value((module_id, "predictor_loss"), loss.detach(), window=1)
         self.metrics.log_value((module_id, "memory_size"), float(n), window=1)
         self.metrics.log_value((module_id, "max_ipw_weight"), float(weights.max()), window=1)
+        return loss
 
     # ------------------------------------------------------------------ state
     @override(FairPPOTorchLearner)
@@ -220,7 +302,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
         if not component_wanted("sellf", components, not_components):
             return state
         state["sellf"] = {
-            "memory": dict(self._memory),
+            "memory": self._memory.state(),
             "store": [
                 (
                     {k: v.cpu().numpy() for k, v in enc.state_dict().items()},
@@ -240,7 +322,7 @@ class SELLFTorchLearner(FairPPOTorchLearner):
         sellf = state.get("sellf")
         if not sellf:
             return
-        self._memory = dict(sellf["memory"])
+        self._memory.load(sellf["memory"])
         self._iteration = int(sellf["iteration"])
         self._rng.bit_generator.state = sellf["rng"]
         module = self.module[next(iter(self.module.keys()))].unwrapped()

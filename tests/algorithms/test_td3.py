@@ -199,6 +199,81 @@ def test_speed_layer_trains_bit_identically_to_rllibs_update_path(ray_session):
         assert torch.equal(torch.as_tensor(weights[True][key]), torch.as_tensor(value)), key
 
 
+@pytest.mark.ray
+@pytest.mark.parametrize("fragment", [1, 50])
+def test_local_path_trains_bit_identically_to_synced_weights(ray_session, monkeypatch, fragment):
+    """In one process the env runner acts with the learner's own actor and one training
+    step runs many fragments with metrics reduced once; the weights, the steps and the
+    gradient steps equal the path that syncs weights after every fragment's updates."""
+    from rllib_fair.algorithms.td3.td3 import TD3
+
+    out = {}
+    for shared in (True, False):
+        if not shared:
+            monkeypatch.setattr(TD3, "_share_local_actor", lambda self: False)
+        config = _config().env_runners(rollout_fragment_length=fragment)
+        algo = config.build_algo()
+        try:
+            assert algo.actor_shared is shared
+            if shared:
+                learner_pi = algo.learner_group.foreach_learner(
+                    lambda learner: learner.module["default_policy"].pi
+                )
+                assert algo.env_runner.module.pi is next(iter(learner_pi)).get()
+                assert algo.fragments_per_training_step() == 100 // fragment
+            results = [algo.train() for _ in range(2)]
+            out[shared] = (
+                algo.get_module().state_dict(),
+                results[-1]["num_env_steps_sampled_lifetime"],
+                results[-1]["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"],
+            )
+        finally:
+            algo.stop()
+    (w_shared, steps_shared, trained_shared), (w_ref, steps_ref, trained_ref) = (
+        out[True],
+        out[False],
+    )
+    assert steps_shared == steps_ref == 200
+    assert trained_shared == trained_ref
+    for key, value in w_ref.items():
+        assert torch.equal(torch.as_tensor(w_shared[key]), torch.as_tensor(value)), key
+
+
+@pytest.mark.ray
+def test_schedule_one_env_step_then_one_gradient_step(ray_session, monkeypatch):
+    """At rollout_fragment_length=1 (SB3's train_freq=1): after the warm-up every env step
+    is followed by exactly one gradient step before the next env step."""
+    config = _config(num_steps_sampled_before_learning_starts=10).env_runners(
+        rollout_fragment_length=1
+    )
+    algo = config.build_algo()
+    events: list[str] = []
+    try:
+        runner = algo.env_runner
+        sample, update = runner.sample, algo.learner_group.update
+
+        def logged_sample(*args, **kwargs):
+            episodes = sample(*args, **kwargs)
+            events.append("S" * sum(len(e) for e in episodes))
+            return episodes
+
+        def logged_update(*args, **kwargs):
+            batch = kwargs.get("batch")
+            rows = len(next(iter(batch.policy_batches.values())))
+            events.append("U" * (rows // kwargs["minibatch_size"]))
+            return update(*args, **kwargs)
+
+        monkeypatch.setattr(runner, "sample", logged_sample)
+        monkeypatch.setattr(algo.learner_group, "update", logged_update)
+        algo.train()
+    finally:
+        algo.stop()
+    schedule = "".join(events)
+    # steps 1-10 fill the warm-up (the 10th earns nothing: it reaches the threshold);
+    # from the 11th on, each env step earns one gradient step, taken before the next
+    assert schedule == "S" * 10 + "SU" * 90
+
+
 # --------------------------------------------------------------------------- numpy pieces
 def test_ring_buffer_wraps_and_round_trips():
     buf = TransitionRingBuffer(5, seed=0)

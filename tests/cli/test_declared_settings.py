@@ -624,8 +624,8 @@ def test_result_keys_the_run_reports_are_accepted(run, key, config, guarded):
         (["envs", "--bogus"], "unrecognized arguments: --bogus (usage: rllib-fair --help)"),
         (
             ["fly"],
-            "command: invalid choice: 'fly'; valid choices: train, evaluate, compare, envs, "
-            "algos, examples",
+            "command: invalid choice: 'fly'; valid choices: train, evaluate, compare, "
+            "reproduce, envs, algos, examples",
         ),
     ],
 )

@@ -55,6 +55,7 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from rllib_fair.accel.deferred import deferred_reduce_kwargs, reduce_learner_metrics
 from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.envs import env_meta
 from rllib_fair.rllib.config import FairnessConfigMixin
@@ -110,6 +111,11 @@ class TD3Config(FairnessConfigMixin, SACConfig):
         replay_path: ``"fast"`` (numpy ring buffer, numpy batches) or ``"episode"``
             (RLlib's ``EpisodeReplayBuffer``).
         updates_per_env_step: gradient steps per sampled env step (update-to-data ratio).
+        fragments_per_training_step: in one process (no remote env runners, a local
+            CPU learner, the fast path), how many fragments one ``training_step`` samples,
+            each followed by its gradient steps; None: enough for
+            ``min_sample_timesteps_per_iteration``. Metrics are aggregated once per
+            ``training_step``; the schedule and the results do not change.
         checkpoint_replay_buffer: put the fast path's ring buffer into the algorithm's
             checkpoint state (off by default: 1e6 transitions are large; a restored run
             then refills the buffer, like RLlib's default for its replay buffers).
@@ -124,6 +130,13 @@ class TD3Config(FairnessConfigMixin, SACConfig):
         choice("replay_path", REPLAY_PATHS, "fast: numpy ring buffer; episode: RLlib's buffer"),
         number("updates_per_env_step", "gradient steps per sampled env step", 0, low_open=True),
         bool_setting("checkpoint_replay_buffer", "put the ring buffer into checkpoints"),
+        integer(
+            "fragments_per_training_step",
+            "fragments (each followed by its updates) per local training step",
+            1,
+            none=True,
+            none_means="enough for min_sample_timesteps_per_iteration",
+        ),
         number("actor_lr", "learning rate of the actor", 0, low_open=True, schedule=True),
         number("critic_lr", "learning rate of the critics", 0, low_open=True, schedule=True),
         number("tau", "Polyak factor of the target networks", 0, 1, low_open=True),
@@ -179,6 +192,7 @@ class TD3Config(FairnessConfigMixin, SACConfig):
         self.replay_path: str = "fast"
         self.updates_per_env_step: float = 1.0
         self.checkpoint_replay_buffer: bool = False
+        self.fragments_per_training_step: int | None = None
         # SAC fields with TD3 defaults.
         self.actor_lr = 5e-4
         self.critic_lr = 5e-4
@@ -209,6 +223,7 @@ class TD3Config(FairnessConfigMixin, SACConfig):
         replay_path: str = NotProvided,
         updates_per_env_step: float = NotProvided,
         checkpoint_replay_buffer: bool = NotProvided,
+        fragments_per_training_step: int | None = NotProvided,
         **kwargs,
     ):
         """SAC's ``training()`` plus TD3's settings (see the class attributes).
@@ -227,6 +242,7 @@ class TD3Config(FairnessConfigMixin, SACConfig):
             replay_path=replay_path,
             updates_per_env_step=updates_per_env_step,
             checkpoint_replay_buffer=checkpoint_replay_buffer,
+            fragments_per_training_step=fragments_per_training_step,
         )
 
     @property
@@ -428,11 +444,42 @@ class TD3(SAC):
             capacity = int(self.config.replay_buffer_config.get("capacity", int(1e6)))
             seed = None if self.config.seed is None else int(self.config.seed) + 7919
             self.ring_buffer = TransitionRingBuffer(capacity, seed=seed)
+        self.actor_shared = self._share_local_actor()
+
+    def _share_local_actor(self) -> bool:
+        """Lets the local env runner act with the learner's own actor network.
+
+        With no remote env runners and a local learner on the CPU (one process, as
+        Stable-Baselines3 runs), the env runner's inference-only module takes the
+        learner module's ``pi`` itself instead of a copy: every optimizer step is what
+        the next action sees, exactly as a weight sync after each update would give,
+        without one (at one gradient step per env step the sync cost a quarter of the
+        time). Any other layout keeps RLlib's ``sync_weights``.
+        """
+        import torch
+
+        if (
+            self.config.num_env_runners
+            or self.env_runner is None
+            or not self.learner_group.is_local
+        ):
+            return False
+        found = self.learner_group.foreach_learner(
+            lambda learner: learner.module[DEFAULT_MODULE_ID].unwrapped()
+        )
+        (learner_module,) = [r.get() for r in found]
+        runner_module = self.env_runner.module
+        if next(learner_module.pi.parameters()).device != torch.device("cpu"):
+            return False
+        runner_module.pi = learner_module.pi
+        return True
 
     # ------------------------------------------------------------------ training
     @override(SAC)
     def training_step(self) -> None:
         """Sample a fragment per env runner, store it, take n gradient steps, sync weights."""
+        if self.actor_shared and self.ring_buffer is not None:
+            return self._training_step_local()
         cfg = self.config
         with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
             episodes, env_runner_results = synchronous_parallel_sample(
@@ -470,9 +517,12 @@ class TD3(SAC):
         }
         if self.ring_buffer is not None:
             learner_results = self._update_fast(n_updates, timesteps)
+            self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
         else:
             learner_results = self._update_episode(n_updates, timesteps)
 
+        if self.actor_shared:  # the env runner acts with the learner's own actor
+            return
         with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
             modules = set(learner_results[0].keys()) - {ALL_MODULES}
             self.env_runner_group.sync_weights(
@@ -481,7 +531,63 @@ class TD3(SAC):
                 inference_only=True,
             )
 
-    def _update_fast(self, n_updates: int, timesteps: dict) -> list[dict]:
+    def fragments_per_training_step(self) -> int:
+        """How many (fragment, updates) rounds one local ``training_step`` runs.
+
+        ``fragments_per_training_step`` when set, else enough fragments for the
+        iteration's ``min_sample_timesteps_per_iteration`` (at least one).
+        """
+        cfg = self.config
+        if cfg.fragments_per_training_step is not None:
+            return int(cfg.fragments_per_training_step)
+        fragment = max(1, int(cfg.rollout_fragment_length) * int(cfg.num_envs_per_env_runner))
+        return max(1, int(cfg.min_sample_timesteps_per_iteration or 0) // fragment)
+
+    def _training_step_local(self) -> None:
+        """The fast path in one process: fragment, updates, fragment, updates, ...
+
+        The same schedule as :meth:`training_step` (each fragment's new steps earn their
+        gradient steps before the next fragment is sampled, and the env runner acts with
+        the learner's own actor), run for :meth:`fragments_per_training_step` fragments
+        per call, with the env runner's and the learner's metrics aggregated once per
+        call instead of once per fragment: at one env step per fragment RLlib's
+        per-call bookkeeping costs more than the step.
+        """
+        cfg = self.config
+        runner = self.env_runner
+        start = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
+        agents = self.metrics.peek(
+            (ENV_RUNNER_RESULTS, NUM_AGENT_STEPS_SAMPLED_LIFETIME), default={}
+        )
+        sampled = 0
+        learner_results: list[dict] = []
+        deferred = deferred_reduce_kwargs(cfg)
+        for _ in range(self.fragments_per_training_step()):
+            with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+                episodes = runner.sample()
+            new_steps = sum(len(e) for e in episodes)
+            self.ring_buffer.add_episodes(episodes)
+            sampled += new_steps
+            lifetime = start + sampled
+            if lifetime < cfg.num_steps_sampled_before_learning_starts:
+                continue
+            earned = min(new_steps, lifetime - cfg.num_steps_sampled_before_learning_starts)
+            self._update_credit += cfg.updates_per_env_step * earned
+            n_updates = int(self._update_credit)
+            self._update_credit -= n_updates
+            if n_updates:
+                timesteps = {
+                    NUM_ENV_STEPS_SAMPLED_LIFETIME: lifetime,
+                    NUM_AGENT_STEPS_SAMPLED_LIFETIME: agents,
+                }
+                learner_results += self._update_fast(n_updates, timesteps, **deferred)
+        if deferred and learner_results:
+            learner_results = reduce_learner_metrics(self.learner_group)
+        self.metrics.aggregate([runner.get_metrics()], key=ENV_RUNNER_RESULTS)
+        if learner_results:
+            self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+
+    def _update_fast(self, n_updates: int, timesteps: dict, **update_kwargs) -> list[dict]:
         """One update() call doing ``n_updates`` sequential minibatch steps per learner.
 
         With several learners each gets its own ``n_updates * batch`` rows (``batches=``;
@@ -507,8 +613,8 @@ class TD3(SAC):
                 num_epochs=1,
                 minibatch_size=size,
                 shuffle_batch_per_epoch=False,
+                **update_kwargs,
             )
-        self.metrics.aggregate(results, key=LEARNER_RESULTS)
         return results
 
     def _update_episode(self, n_updates: int, timesteps: dict) -> list[dict]:

@@ -53,6 +53,8 @@ VECTOR_ENTRY_POINTS: dict[str, str] = {
     "fair/SchoolAdmission-v0": "rllib_fair.envs.school_admission_vector:SchoolAdmissionVectorEnv",
     "fair/Infectious-v0": "rllib_fair.envs.infectious_vector:InfectiousVectorEnv",
     "fair/InfectiousHard-v0": "rllib_fair.envs.infectious_vector:InfectiousHardVectorEnv",
+    "fair/Replicator-v0": "rllib_fair.envs.replicator_vector:ReplicatorVectorEnv",
+    "fair/ReplicatorAdult-v0": "rllib_fair.envs.replicator_vector:ReplicatorAdultVectorEnv",
 }
 
 #: Every environment id this package registers.

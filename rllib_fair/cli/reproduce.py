@@ -61,7 +61,7 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT) -> dict:
     algo = config.build_algo()
     steps, last = 0, {}
     try:
-        while steps < plan.budget:
+        while steps < plan.budget_for(cell):
             last = algo.train()
             steps = int(last[NUM_ENV_STEPS_SAMPLED_LIFETIME])
         metrics = evaluator.measure(algo, last, plan.metric_paths(cell.setting), plan.evaluation)
@@ -72,7 +72,7 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT) -> dict:
         "plan": plan.name,
         "cell": asdict(cell),
         "example": str(path.relative_to(root)) if path.is_relative_to(root) else str(path),
-        "budget": plan.budget,
+        "budget": plan.budget_for(cell),
         "env_steps": steps,
         "metrics": metrics,
         "wall_s": round(wall, 2),

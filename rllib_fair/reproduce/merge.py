@@ -39,7 +39,7 @@ def read_cells(out: Path, plan: Plan) -> tuple[list[dict], int]:
         cell = row.get("cell", {})
         if cell.get("method") not in plan.methods or cell.get("setting") not in plan.settings:
             continue
-        if row.get("budget") != plan.budget:
+        if row.get("budget") != plan.budget_for(Cell(**cell)):
             stale += 1
             continue
         rows.append(row)
@@ -52,7 +52,7 @@ def finished(out: Path, plan: Plan, cell: Cell) -> bool:
     if not path.is_file():
         return False
     try:
-        return json.loads(path.read_text()).get("budget") == plan.budget
+        return json.loads(path.read_text()).get("budget") == plan.budget_for(cell)
     except (OSError, ValueError):
         return False
 
@@ -131,6 +131,9 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
     budget = f"{plan.budget:,} env steps per cell"
     if plan.paper_budget:
         budget += f" (the paper: {plan.paper_budget:,}; {plan.budget / plan.paper_budget:.1%})"
+    own = {m: v["budget"] for m, v in plan.methods.items() if "budget" in v}
+    if own:
+        budget += "; own budgets: " + ", ".join(f"{plan.label(m)} {b:,}" for m, b in own.items())
     lines += [
         f"- Plan: `{plan.name}` (`rllib-fair reproduce {plan.name}`); budget: {budget}.",
         f"- Cells finished: {merged.n_cells} of {len(plan.cells())} "

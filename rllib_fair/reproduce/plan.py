@@ -13,6 +13,7 @@ A plan is a YAML file (the shipped ones live in ``rllib_fair/reproduce/plans/``)
       ppo: {label: G-PPO}
       elbertpo: {label: ELBERT-PO, config: {...}}
       appo: {label: A-PPO, example: "tuned_examples/pocar/{setting}-appo.yaml"}
+      myopic: {label: Myopic, budget: 1000}  # a method that learns nothing: its own budget
     settings:                               # setting key -> its notion and optional overrides
       lending: {notion: equal_opportunity, env_config: {...}}
     cells:                                  # optional overrides of one (method, setting)
@@ -139,6 +140,10 @@ class Plan:
             for m in self.methods
         ]
 
+    def budget_for(self, cell: Cell) -> int:
+        """The env steps ``cell`` trains: its method's ``budget``, else the plan's."""
+        return int(self.methods[cell.method].get("budget", self.budget))
+
     def label(self, method: str) -> str:
         """The method's label in tables and figures."""
         return str(self.methods[method].get("label", method))
@@ -263,8 +268,10 @@ def parse_plan(data: Any, source: str = "") -> Plan:
             if not isinstance(k, str) or "__" in k or not k:
                 raise _fail(f"{section} key", k, "a non-empty name without '__'")
             allowed = {"label", "config", "env_config", "notion"} | (
-                {"example"} if section == "methods" else set()
+                {"example", "budget"} if section == "methods" else set()
             )
+            if section == "methods" and "budget" in v:
+                _int(f"methods.{k}.budget", v["budget"], 1)
             if not isinstance(v, dict) or set(v) - allowed:
                 raise _fail(f"{section}.{k}", v, "a mapping of " + ", ".join(sorted(allowed)))
             if not str(v.get("example", ".yaml")).endswith(".yaml"):

@@ -73,6 +73,9 @@ def test_tiny_plan_cells_and_overrides():
     assert plan.env_config(Cell("pocar", "lending", 0)) == {"max_steps": 100}
     assert plan.metric_paths("lending")["bias"] == "fairness.equal_opportunity.bias"
     assert [c.id for c in plan.cells((7,))] == ["ppo__lending__s7", "pocar__lending__s7"]
+    own = parse_plan({**TINY, "methods": {**TINY["methods"], "ppo": {"budget": 7}}})
+    assert own.budget_for(Cell("ppo", "lending", 0)) == 7
+    assert own.budget_for(Cell("pocar", "lending", 0)) == 400
 
 
 @pytest.mark.parametrize(
@@ -96,6 +99,7 @@ def test_tiny_plan_cells_and_overrides():
             "claims[0].at_most[1]: 'x' is invalid; valid: a number",
         ),
         ({"paper": {"lending": {"ppo": {"bias": "high"}}}}, "paper.lending.ppo.bias: 'high'"),
+        ({"methods": {"ppo": {"budget": 0}}}, "methods.ppo.budget: 0 is invalid"),
     ],
 )
 def test_bad_plan_entries_give_one_line(change, message):

@@ -55,6 +55,7 @@ VECTOR_ENTRY_POINTS: dict[str, str] = {
     "fair/InfectiousHard-v0": "rllib_fair.envs.infectious_vector:InfectiousHardVectorEnv",
     "fair/Replicator-v0": "rllib_fair.envs.replicator_vector:ReplicatorVectorEnv",
     "fair/ReplicatorAdult-v0": "rllib_fair.envs.replicator_vector:ReplicatorAdultVectorEnv",
+    "fair/LendingDrift-v0": "rllib_fair.envs.lending_drift_vector:LendingDriftVectorEnv",
 }
 
 #: Every environment id this package registers.

@@ -17,6 +17,12 @@ compute beyond PPO in plain torch (no RLlib: :func:`method_floor`) and prints th
 ratio to our PPO that this maths alone allows at the run's PPO speed: the ceiling of
 the "fairness algorithms at 0.9x of our PPO" target.
 
+``--envs N`` runs N copies of the env on both sides: SB3's PPO on a ``DummyVecEnv`` (or
+``SubprocVecEnv`` with ``--sb3-vec subproc``) of N envs, ours with
+``num_envs_per_env_runner=N`` (a native vector env where the env has one); both collect
+``batch / N`` steps per env per rollout, so the rollout, minibatch and epochs are the
+same. ``--envs 1 8 32`` runs each N in turn and prints one table per N.
+
 ``--rllib-default`` adds a row for stock RLlib: ``ray.rllib.algorithms.ppo.PPOConfig``
 at the same settings, without any of this package's sampling or learner speed-ups
 (the speed layer, :mod:`rllib_fair.accel`), i.e. where the package started.
@@ -63,12 +69,19 @@ def sb3_rate(args) -> float:
     import gymnasium as gym
     from stable_baselines3 import PPO as SB3PPO
 
-    env = gym.make(args.env)
+    if args.n_envs == 1:
+        env = gym.make(args.env)
+    else:
+        from stable_baselines3.common.env_util import make_vec_env
+        from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+        vec_cls = SubprocVecEnv if args.sb3_vec == "subproc" else DummyVecEnv
+        env = make_vec_env(args.env, n_envs=args.n_envs, seed=args.seed, vec_env_cls=vec_cls)
     model = SB3PPO(
         "MlpPolicy",
         env,
         learning_rate=args.lr,
-        n_steps=args.batch,
+        n_steps=args.batch // args.n_envs,
         batch_size=args.minibatch,
         n_epochs=args.epochs,
         gamma=0.99,
@@ -85,7 +98,9 @@ def sb3_rate(args) -> float:
     model.learn(total_timesteps=args.batch)  # warm-up
     start = time.perf_counter()
     model.learn(total_timesteps=args.iters * args.batch, reset_num_timesteps=False)
-    return args.iters * args.batch / (time.perf_counter() - start)
+    rate = args.iters * args.batch / (time.perf_counter() - start)
+    env.close()
+    return rate
 
 
 def rllib_config(name: str, args, connector_metrics: bool = False):
@@ -103,7 +118,11 @@ def rllib_config(name: str, args, connector_metrics: bool = False):
         config = get_config_class(name)()
     config = (
         config.environment(args.env)
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=1)
+        .env_runners(
+            num_env_runners=0,
+            num_envs_per_env_runner=args.n_envs,
+            rollout_fragment_length=args.batch // args.n_envs,
+        )
         .learners(num_learners=0)
         .training(
             lr=args.lr,
@@ -308,6 +327,14 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=3e-4)
     parser.add_argument("--net", default="64,64")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--envs",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="envs per side (SB3 vector env / our envs per env runner); one table per N",
+    )
+    parser.add_argument("--sb3-vec", choices=["dummy", "subproc"], default="dummy")
     parser.add_argument("--profile", default=None, metavar="ROW", help="cProfile one row")
     parser.add_argument(
         "--floor",
@@ -327,58 +354,65 @@ def main() -> None:
         log_to_driver=False,
         logging_level="ERROR",
     )
-    rows = list(args.rows) + (["RLlib PPO"] if args.rllib_default else [])
-    rates: dict[str, list[float]] = {r: [] for r in rows}
-    phases: dict[str, list[dict]] = {r: [] for r in rows}
-    for rnd in range(args.rounds):
-        # each round starts one row later, so that no row always runs last in a round
-        # (the machine's speed drifts within a round)
-        for row in rows[rnd % len(rows) :] + rows[: rnd % len(rows)]:
-            if row == "SB3 PPO":
-                rates[row].append(sb3_rate(args))
-                continue
-            rate, ph = rllib_rate(row, args)
-            rates[row].append(rate)
-            phases[row].append(ph)
+    for n_envs in args.envs:
+        if n_envs < 1 or args.batch % n_envs:
+            parser.error(f"--envs: {n_envs} is invalid; valid: a divisor of --batch {args.batch}")
+    for n_envs in args.envs:
+        args.n_envs = n_envs
+        rows = list(args.rows) + (["RLlib PPO"] if args.rllib_default else [])
+        rates: dict[str, list[float]] = {r: [] for r in rows}
+        phases: dict[str, list[dict]] = {r: [] for r in rows}
+        for rnd in range(args.rounds):
+            # each round starts one row later, so that no row always runs last in a round
+            # (the machine's speed drifts within a round)
+            for row in rows[rnd % len(rows) :] + rows[: rnd % len(rows)]:
+                if row == "SB3 PPO":
+                    rates[row].append(sb3_rate(args))
+                    continue
+                rate, ph = rllib_rate(row, args)
+                rates[row].append(rate)
+                phases[row].append(ph)
+            print(
+                f"round {rnd}: " + ", ".join(f"{r} {v[-1]:.0f}" for r, v in rates.items()),
+                flush=True,
+            )
+        if args.profile:
+            out = f"vs_sb3_{args.profile.lower().replace(' ', '_')}.prof"
+            rllib_rate(args.profile, args, profile=out)
+            print(f"cProfile: {out}")
         print(
-            f"round {rnd}: " + ", ".join(f"{r} {v[-1]:.0f}" for r, v in rates.items()),
-            flush=True,
+            f"\nenv={args.env} batch={args.batch} minibatch={args.minibatch} epochs={args.epochs} "
+            f"net={args.net} tanh, {args.n_envs} env(s) per side "
+            f"({args.batch // args.n_envs} steps per env per rollout), 1 torch thread; "
+            f"median of {args.rounds} rounds x "
+            f"{args.iters} iterations; a ratio is the median over rounds of the two rows' "
+            "rates in the same round (the machine's speed drifts between rounds)"
         )
-    if args.profile:
-        out = f"vs_sb3_{args.profile.lower().replace(' ', '_')}.prof"
-        rllib_rate(args.profile, args, profile=out)
-        print(f"cProfile: {out}")
-    print(
-        f"\nenv={args.env} batch={args.batch} minibatch={args.minibatch} epochs={args.epochs} "
-        f"net={args.net} tanh, 1 env, 1 torch thread; median of {args.rounds} rounds x "
-        f"{args.iters} iterations; a ratio is the median over rounds of the two rows' "
-        "rates in the same round (the machine's speed drifts between rounds)"
-    )
-    print(
-        f"{'row':<22}{'env steps/s':>12}{'vs SB3':>8}{'vs PPO':>8}"
-        f"{'sample s':>10}{'learn s':>9}{'sync s':>8}"
-    )
-    for row in rows:
-        med = statistics.median(rates[row])
-        vs_sb3 = _ratio(rates, row, "SB3 PPO")
-        vs_ppo = _ratio(rates, row, "PPO") if row != "SB3 PPO" else "-"
-        line = f"{row:<22}{med:>12.0f}{vs_sb3:>8}{vs_ppo:>8}"
-        if phases[row]:
-            for key, width in zip(BREAKDOWN, (10, 9, 8), strict=True):
-                line += f"{statistics.median(p[key] for p in phases[row]):>{width}.3f}"
-        print(line)
-    if args.floor and rates.get("PPO"):
-        memory = [p.get("memory", 0.0) for p in phases.get("SELLF", [])]
-        floor = method_floor(args, statistics.median(memory) if memory else args.batch)
-        t_ppo = args.batch / statistics.median(rates["PPO"])
         print(
-            f"\nmethod maths alone (plain torch, no RLlib), seconds per {args.batch}-step "
-            f"iteration, and the best speed against our PPO ({t_ppo:.3f} s per iteration) "
-            "it allows:"
+            f"{'row':<22}{'env steps/s':>12}{'vs SB3':>8}{'vs PPO':>8}"
+            f"{'sample s':>10}{'learn s':>9}{'sync s':>8}"
         )
-        for name, extra in floor.items():
-            bound = f"{t_ppo / (t_ppo + extra):.2f}" if name in ("ELBERTPO", "SELLF") else ""
-            print(f"  {name:<22}{extra:>8.3f} s{bound:>8}")
+        for row in rows:
+            med = statistics.median(rates[row])
+            vs_sb3 = _ratio(rates, row, "SB3 PPO")
+            vs_ppo = _ratio(rates, row, "PPO") if row != "SB3 PPO" else "-"
+            line = f"{row:<22}{med:>12.0f}{vs_sb3:>8}{vs_ppo:>8}"
+            if phases[row]:
+                for key, width in zip(BREAKDOWN, (10, 9, 8), strict=True):
+                    line += f"{statistics.median(p[key] for p in phases[row]):>{width}.3f}"
+            print(line)
+        if args.floor and rates.get("PPO"):
+            memory = [p.get("memory", 0.0) for p in phases.get("SELLF", [])]
+            floor = method_floor(args, statistics.median(memory) if memory else args.batch)
+            t_ppo = args.batch / statistics.median(rates["PPO"])
+            print(
+                f"\nmethod maths alone (plain torch, no RLlib), seconds per {args.batch}-step "
+                f"iteration, and the best speed against our PPO ({t_ppo:.3f} s per iteration) "
+                "it allows:"
+            )
+            for name, extra in floor.items():
+                bound = f"{t_ppo / (t_ppo + extra):.2f}" if name in ("ELBERTPO", "SELLF") else ""
+                print(f"  {name:<22}{extra:>8.3f} s{bound:>8}")
     ray.shutdown()
 
 

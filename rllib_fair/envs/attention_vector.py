@@ -77,7 +77,7 @@ class AttentionVectorEnv(gym.vector.VectorEnv):
         self.action_space = gym.vector.utils.batch_space(spec.action_space, n_env)
         n = self._n = spec.n_sites
         self._units = spec.attention_units
-        self._table = spec._table if spec._discrete else None
+        self._table = spec._table  # None for score (Box) actions
         self._init_rates = np.array(spec._init_rates, dtype=np.float64)
         self._dec = np.asarray(spec.decrease_rates, dtype=np.float64)
         self._inc = np.asarray(spec.increase_rates, dtype=np.float64)

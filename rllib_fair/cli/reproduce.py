@@ -8,7 +8,8 @@ trial ends (write to a temporary file, then rename: a killed run leaves whole fi
 only), so a campaign can be stopped and continued (``--resume``, or any rerun: finished
 cells are skipped), spread over a cluster (``--address``) and committed cell by cell.
 Each finished cell prints one progress line: cells done, CPU-hours spent, an estimate of
-what is left. When the trials end, the plan's tables, claims and figure are merged
+what is left; a running cell prints its env steps every :data:`PROGRESS_EVERY_S`
+seconds. When the trials end, the plan's tables, claims and figure are merged
 (:mod:`rllib_fair.reproduce.merge`).
 """
 
@@ -34,8 +35,12 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "docs" / "results" / "campaign"
 
 
-def run_cell(plan: Plan, cell: Cell, root: Path = ROOT) -> dict:
-    """Trains one cell to the plan's budget, evaluates it and returns its result row."""
+def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
+    """Trains one cell to the plan's budget, evaluates it and returns its result row.
+
+    ``progress(env_steps, seconds)``, when given, is called after each training
+    iteration.
+    """
     import torch
     from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 
@@ -64,6 +69,8 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT) -> dict:
         while steps < plan.budget_for(cell):
             last = algo.train()
             steps = int(last[NUM_ENV_STEPS_SAMPLED_LIFETIME])
+            if progress is not None:
+                progress(steps, time.time() - start)
         metrics = evaluator.measure(algo, last, plan.metric_paths(cell.setting), plan.evaluation)
     finally:
         algo.stop()
@@ -81,10 +88,21 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT) -> dict:
     }
 
 
+#: Seconds between a running cell's progress reports.
+PROGRESS_EVERY_S = 300.0
+
+
 def _cell_trainable(config: dict, plan: Plan, root: str) -> None:
     from ray import tune
 
-    row = run_cell(plan, Cell(**config["cell"]), Path(root))
+    last_report = [time.time()]
+
+    def progress(steps: int, seconds: float) -> None:
+        if time.time() - last_report[0] >= PROGRESS_EVERY_S:
+            last_report[0] = time.time()
+            tune.report({"env_steps": steps, "elapsed_s": round(seconds, 1)})
+
+    row = run_cell(plan, Cell(**config["cell"]), Path(root), progress)
     tune.report({"row_json": json.dumps(row), "wall_s": row["wall_s"]})
 
 
@@ -153,6 +171,17 @@ def _writer_callback(out: Path, plan: Plan, progress: Progress, failures: list):
 
     class CellWriter(Callback):
         """Writes each finished cell's row as its trial completes."""
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            if "row_json" in result or "env_steps" not in result:
+                return
+            cell = Cell(**trial.config["cell"])
+            budget = plan.budget_for(cell)
+            print(
+                f"[{plan.name}] {cell.id}: {int(result['env_steps']):,}/{budget:,} env steps "
+                f"({result['env_steps'] / budget:.0%}) after {result['elapsed_s'] / 60:.1f} min",
+                flush=True,
+            )
 
         def on_trial_complete(self, iteration, trials, trial, **info):
             raw = (trial.last_result or {}).get("row_json")

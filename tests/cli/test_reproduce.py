@@ -255,3 +255,22 @@ def test_tiny_plan_killed_then_resumed(tmp_path):
     assert rerun["metrics"] == rows[again]["metrics"]
     # different seeds give different runs (not one replayed episode)
     assert rows["ppo__lending__s0"]["metrics"] != rows["ppo__lending__s1"]["metrics"]
+
+
+@pytest.mark.ray
+def test_run_cell_reports_progress_and_the_writer_prints_it(ray_session, capsys, tmp_path):
+    from types import SimpleNamespace
+
+    from rllib_fair.cli.reproduce import Progress, _writer_callback, run_cell
+
+    plan = parse_plan({**TINY, "budget": 600})
+    seen = []
+    row = run_cell(plan, Cell("ppo", "lending", 0), progress=lambda s, t: seen.append((s, t)))
+    assert [s for s, _ in seen] == [200, 400, 600] and row["env_steps"] == 600
+    assert all(t > 0 for _, t in seen)
+    writer = _writer_callback(tmp_path, plan, Progress(plan, 4, 0, 0.0), [])
+    trial = SimpleNamespace(config={"cell": {"method": "ppo", "setting": "lending", "seed": 0}})
+    writer.on_trial_result(0, [], trial, {"env_steps": 200, "elapsed_s": 90.0})
+    assert (
+        "[tiny] ppo__lending__s0: 200/600 env steps (33%) after 1.5 min" in capsys.readouterr().out
+    )

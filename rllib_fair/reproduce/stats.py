@@ -114,6 +114,8 @@ class Verdict:
 def compare(a: dict[int, float], b: dict[int, float], kind: str) -> Verdict:
     """Decides ``a < b`` (``kind="less"``) or ``a > b`` (``"greater"``) from values by seed."""
     shared = sorted(set(a) & set(b))
+    if not a or not b:
+        return Verdict(INCONCLUSIVE, Interval(float("nan"), float("nan"), 0), "no cells yet")
     if len(shared) >= 2:
         interval = mean_interval([a[s] - b[s] for s in shared])
         test = f"paired t-test over {len(shared)} shared seeds"
@@ -135,6 +137,8 @@ def compare(a: dict[int, float], b: dict[int, float], kind: str) -> Verdict:
 def threshold(values: dict[int, float], bound: float, kind: str) -> Verdict:
     """Decides ``mean <= bound`` (``kind="at_most"``) or ``mean >= bound`` (``"at_least"``)."""
     interval = mean_interval(values.values())
+    if interval.n == 0:
+        return Verdict(INCONCLUSIVE, interval, "no cells yet")
     test = f"one-sample t-test against {bound:g} over {interval.n} seeds"
     if not interval.defined:
         return Verdict(INCONCLUSIVE, interval, test + " (too few seeds)")

@@ -155,6 +155,9 @@ def test_paired_comparison_verdicts():
     w = stats.compare({0: 1.0, 1: 1.1}, {5: 2.0, 6: 2.1}, "less")
     assert "Welch" in w.test
     assert stats.compare({0: 1.0}, {0: 2.0}, "less").verdict == stats.INCONCLUSIVE
+    none = stats.compare({}, {0: 2.0}, "less")
+    assert none.verdict == stats.INCONCLUSIVE and none.test == "no cells yet"
+    assert stats.threshold({}, 0.1, "at_most").test == "no cells yet"
 
 
 def test_threshold_verdicts_and_overall():

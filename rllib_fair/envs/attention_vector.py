@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium.utils import seeding
 
@@ -36,7 +35,7 @@ from rllib_fair.envs.attention import (
     AttentionEnv,
     AttentionHardEnv,
 )
-from rllib_fair.envs.lending_vector import copy_seeds
+from rllib_fair.envs.lending_vector import NativeVectorEnv, copy_seeds
 from rllib_fair.fairness.counts import (
     ALLOCATED,
     DECIDED,
@@ -53,28 +52,15 @@ _OCCURRED_ROWS = np.array([DECIDED, QUALIFIED, NEEDED])
 _SEEN_ROWS = np.array([SELECTED, SELECTED_QUALIFIED, ALLOCATED])
 
 
-class AttentionVectorEnv(gym.vector.VectorEnv):
+class AttentionVectorEnv(NativeVectorEnv):
     """``num_envs`` copies of :class:`AttentionEnv` (same keyword arguments) in arrays."""
-
-    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
     #: The single env whose copies this vector env steps (and whose arguments it takes).
     SINGLE_ENV: type = AttentionEnv
 
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
-        if (
-            isinstance(num_envs, bool)
-            or not isinstance(num_envs, (int, np.integer))
-            or num_envs < 1
-        ):
-            raise ValueError(f"num_envs={num_envs!r}: expected a positive integer")
         spec = self.SINGLE_ENV(**kwargs)  # validates every argument
-        self.spec_env = spec
-        self.num_envs = n_env = int(num_envs)
-        self.single_observation_space = spec.observation_space
-        self.single_action_space = spec.action_space
-        self.observation_space = gym.vector.utils.batch_space(spec.observation_space, n_env)
-        self.action_space = gym.vector.utils.batch_space(spec.action_space, n_env)
+        n_env = self._init_spaces(num_envs, spec)
         n = self._n = spec.n_sites
         self._units = spec.attention_units
         self._table = spec._table  # None for score (Box) actions

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium.utils import seeding
 
@@ -36,32 +35,19 @@ from rllib_fair.envs.infectious import (
     InfectiousEnv,
     InfectiousHardEnv,
 )
-from rllib_fair.envs.lending_vector import copy_seeds
+from rllib_fair.envs.lending_vector import NativeVectorEnv, copy_seeds
 from rllib_fair.fairness.counts import ALLOCATED, NEEDED, QUALIFIED_MASS
 
 
-class InfectiousVectorEnv(gym.vector.VectorEnv):
+class InfectiousVectorEnv(NativeVectorEnv):
     """``num_envs`` copies of :class:`InfectiousEnv` (same keyword arguments) in arrays."""
-
-    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
     #: The single env whose copies this vector env steps (and whose arguments it takes).
     SINGLE_ENV: type = InfectiousEnv
 
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
-        if (
-            isinstance(num_envs, bool)
-            or not isinstance(num_envs, (int, np.integer))
-            or num_envs < 1
-        ):
-            raise ValueError(f"num_envs={num_envs!r}: expected a positive integer")
         spec = self.SINGLE_ENV(**kwargs)  # validates every argument
-        self.spec_env = spec
-        self.num_envs = n = int(num_envs)
-        self.single_observation_space = spec.observation_space
-        self.single_action_space = spec.action_space
-        self.observation_space = gym.vector.utils.batch_space(spec.observation_space, n)
-        self.action_space = gym.vector.utils.batch_space(spec.action_space, n)
+        n = self._init_spaces(num_envs, spec)
         self._adj_t = np.ascontiguousarray(spec._adj.T)  # infected @ adj.T = adj @ infected
         self._node_group = np.asarray(spec._node_group, dtype=np.int64)
         self._in_group0 = np.asarray(spec._in_group0)

@@ -70,7 +70,38 @@ def binary_actions(actions: Any, n: int) -> np.ndarray:
     return a.astype(np.int64, copy=False)
 
 
-class CopiesVectorEnv(gym.vector.VectorEnv):
+class NativeVectorEnv(gym.vector.VectorEnv):
+    """The base of every native vector env: N copies of one single env, NEXT_STEP resets.
+
+    :meth:`_init_spaces` checks ``num_envs``, keeps the single env ``spec_env`` (built
+    from the same keyword arguments, which validates them) and sets the single and
+    batched spaces; :meth:`_check_started` guards ``step()`` before ``reset()``.
+    """
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def _init_spaces(self, num_envs: Any, spec: Any) -> int:
+        """Sets ``num_envs``, ``spec_env`` and the spaces; returns ``num_envs``."""
+        if (
+            isinstance(num_envs, bool)
+            or not isinstance(num_envs, (int, np.integer))
+            or num_envs < 1
+        ):
+            raise ValueError(f"num_envs={num_envs!r}: expected a positive integer")
+        self.num_envs = n = int(num_envs)
+        self.spec_env = spec
+        self.single_observation_space = spec.observation_space
+        self.single_action_space = spec.action_space
+        self.observation_space = gym.vector.utils.batch_space(spec.observation_space, n)
+        self.action_space = gym.vector.utils.batch_space(spec.action_space, n)
+        return n
+
+    def _check_started(self) -> None:
+        if not self._started:
+            raise RuntimeError(f"{type(self).__name__}.step() called before reset()")
+
+
+class CopiesVectorEnv(NativeVectorEnv):
     """What the native vector envs share: N copies of a one-decision-per-step env.
 
     Spaces from the single env ``spec_env``, per-copy generators seeded like
@@ -80,17 +111,8 @@ class CopiesVectorEnv(gym.vector.VectorEnv):
     :meth:`_init_copies` from ``__init__``.
     """
 
-    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
-
     def _init_copies(self, num_envs: Any, spec: Any) -> None:
-        if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs={num_envs!r}: expected a positive integer")
-        self.num_envs = n = int(num_envs)
-        self.spec_env = spec
-        self.single_observation_space = spec.observation_space
-        self.single_action_space = spec.action_space
-        self.observation_space = gym.vector.utils.batch_space(spec.observation_space, n)
-        self.action_space = gym.vector.utils.batch_space(spec.action_space, n)
+        n = self._init_spaces(num_envs, spec)
         self._obs = np.zeros((n, spec.observation_space.shape[0]), dtype=np.float32)
         self._rngs: list[np.random.Generator | None] = [None] * n
         self._u_buf = np.zeros((n, spec._UNIFORM_BLOCK, spec._UNIFORM_WIDTH))
@@ -124,10 +146,6 @@ class CopiesVectorEnv(gym.vector.VectorEnv):
             if s is not None or self._rngs[i] is None:
                 self._rngs[i], _ = seeding.np_random(s)
                 self._u_pos[i] = self._u_buf.shape[1]  # drop buffered draws
-
-    def _check_started(self) -> None:
-        if not self._started:
-            raise RuntimeError(f"{type(self).__name__}.step() called before reset()")
 
     def _uniforms(self, rows: np.ndarray) -> np.ndarray:
         """The next uniform row of each copy in ``rows``, ``[k, width]``.

@@ -30,12 +30,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium.utils import seeding
 
 from rllib_fair.envs.base import as_distributions, as_probabilities
-from rllib_fair.envs.lending_vector import copy_seeds
+from rllib_fair.envs.lending_vector import NativeVectorEnv, copy_seeds
 from rllib_fair.envs.replicator import (
     _SQRT2,
     OBS_MASS_SCALE,
@@ -54,28 +53,15 @@ def _py_erfc(x: np.ndarray) -> np.ndarray:
     return np.array(list(map(math.erfc, x.ravel().tolist())), dtype=np.float64).reshape(x.shape)
 
 
-class ReplicatorVectorEnv(gym.vector.VectorEnv):
+class ReplicatorVectorEnv(NativeVectorEnv):
     """``num_envs`` copies of :class:`ReplicatorEnv` (same keyword arguments) in arrays."""
-
-    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
     #: The single env whose copies this vector env steps (and whose arguments it takes).
     SINGLE_ENV: type = ReplicatorEnv
 
     def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
-        if (
-            isinstance(num_envs, bool)
-            or not isinstance(num_envs, (int, np.integer))
-            or num_envs < 1
-        ):
-            raise ValueError(f"num_envs={num_envs!r}: expected a positive integer")
         spec = self.SINGLE_ENV(**kwargs)  # validates every argument
-        self.spec_env = spec
-        self.num_envs = n = int(num_envs)
-        self.single_observation_space = spec.observation_space
-        self.single_action_space = spec.action_space
-        self.observation_space = gym.vector.utils.batch_space(spec.observation_space, n)
-        self.action_space = gym.vector.utils.batch_space(spec.action_space, n)
+        n = self._init_spaces(num_envs, spec)
         if not spec._exact:
             self._suffix = np.asarray(spec._suffix, dtype=np.float64)  # [2, 2, B + 1]
             self._f = np.asarray(spec.feature_table, dtype=np.float64)  # [2, 2, B]

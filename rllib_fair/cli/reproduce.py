@@ -46,6 +46,7 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
 
     from rllib_fair.cli.experiment import validate_experiment
     from rllib_fair.cli.experiment_file import load_experiments
+    from rllib_fair.reproduce.curves import CurveRecorder
     from rllib_fair.reproduce.evaluators import EVALUATORS
 
     torch.set_num_threads(1)
@@ -65,17 +66,20 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
     start = time.time()
     algo = config.build_algo()
     steps, last = 0, {}
+    recorder = CurveRecorder(plan.curves["metrics"], plan.curves["points"]) if plan.curves else None
     try:
         while steps < plan.budget_for(cell):
             last = algo.train()
             steps = int(last[NUM_ENV_STEPS_SAMPLED_LIFETIME])
+            if recorder is not None:
+                recorder.add(steps, last)
             if progress is not None:
                 progress(steps, time.time() - start)
         metrics = evaluator.measure(algo, last, plan.metric_paths(cell.setting), plan.evaluation)
     finally:
         algo.stop()
     wall = time.time() - start
-    return {
+    row = {
         "plan": plan.name,
         "cell": asdict(cell),
         "example": str(path.relative_to(root)) if path.is_relative_to(root) else str(path),
@@ -86,6 +90,9 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
         "cell_cpus": plan.cell_cpus,
         "cpu_hours": round(wall * plan.cell_cpus / 3600.0, 5),
     }
+    if recorder is not None:
+        row["curves"] = recorder.binned()
+    return row
 
 
 #: Seconds between a running cell's progress reports.

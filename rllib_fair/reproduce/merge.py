@@ -4,8 +4,10 @@ Reads ``<out>/<plan>/cells/*.json`` (one file per finished cell, written by the 
 and writes ``<out>/<plan>/README.md``: the budget and seeds, per setting a table of every
 metric as mean ± 95% interval over seeds next to the paper's value, one verdict per claim
 with the test it rests on (:mod:`rllib_fair.reproduce.stats`), the CPU-hours spent and
-the projected wall time of the whole plan on 16 and 64 CPUs; and ``<plan>.png``: per
-metric and setting, each method's mean with its interval, the paper's value as a cross.
+the projected wall time of the whole plan on 16 and 64 CPUs; ``<plan>.png``: per
+metric and setting, each method's mean with its interval, the paper's value as a cross;
+and, when the plan follows training curves, ``<plan>_curves.png``
+(:mod:`rllib_fair.reproduce.curves`).
 
 Cells of another budget than the plan's (an older run) are left out and counted.
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rllib_fair.reproduce import stats
+from rllib_fair.reproduce.curves import cells_with_curves, plot_curves
 from rllib_fair.reproduce.plan import Cell, Plan
 
 
@@ -122,6 +125,8 @@ def merge(out: Path, plan: Plan, *, plots: bool = True) -> Merged:
     (folder / "README.md").write_text(_markdown(plan, rows, merged))
     if plots and rows:
         _figure(plan, merged, folder / f"{plan.name}.png")
+        if plan.curves:
+            plot_curves(plan, rows, folder / f"{plan.name}_curves.png")
     return merged
 
 
@@ -146,6 +151,12 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
         f"{projected_wall_hours(plan, merged.mean_cell_hours, 16):.1f} h on 16 CPUs, "
         f"{projected_wall_hours(plan, merged.mean_cell_hours, 64):.1f} h on 64 CPUs.",
     ]
+    if plan.curves:
+        lines.append(
+            f"- Training curves ({', '.join(plan.curves['metrics'])}): recorded by "
+            f"{cells_with_curves(rows)} of the {merged.n_cells} cells, "
+            f"`{plan.name}_curves.png` (cells run before the plan named curves have none)."
+        )
     if plan.budget_note:
         lines.append(f"- Budget note: {plan.budget_note}")
     lines += ["", "Values: mean ± 95% t-interval over seeds (n seeds in brackets).", ""]

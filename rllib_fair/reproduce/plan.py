@@ -31,6 +31,9 @@ A plan is a YAML file (the shipped ones live in ``rllib_fair/reproduce/plans/``)
         metric: bias
         less: [elbertpo, ppo]               # or greater: [a, b], at_most: [a, x], at_least: [a, x]
         settings: [lending]                 # default: every setting
+    curves:                                 # optional: result paths followed over training
+      points: 100                           # bins per cell (default 100)
+      metrics: {gap: fairness.qualification_gain.gain_gap_abs}
 
 A cell is one (method, setting, seed); its config is the tuned example's, with the
 method's, the setting's and the cell's ``config`` overrides applied in that order (and
@@ -71,6 +74,7 @@ _TOP_KEYS = {
     "paper",
     "claims",
     "cell_cpus",
+    "curves",
 }
 _REQUIRED = ("name", "title", "seeds", "budget", "example", "methods", "settings", "evaluation")
 
@@ -125,6 +129,7 @@ class Plan:
     paper: dict[str, dict] = field(default_factory=dict)
     claims: tuple[Claim, ...] = ()
     cell_cpus: float = 1.0
+    curves: dict[str, Any] = field(default_factory=dict)
     source: str = ""
 
     def cells(self, seeds: tuple[int, ...] | None = None) -> list[Cell]:
@@ -237,6 +242,24 @@ def _claim(i: int, raw: Any, methods: dict, settings: dict, metrics: dict) -> Cl
     return Claim(raw["id"], raw["text"], raw["metric"], kind, pair[0], b, threshold, tuple(chosen))
 
 
+def _curves(raw: Any) -> dict[str, Any]:
+    """The ``curves`` entry: ``{}`` when absent, else ``{"points": n, "metrics": {...}}``."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or set(raw) - {"points", "metrics"}:
+        raise _fail("curves", raw, "a mapping of points and metrics")
+    from rllib_fair.reproduce.curves import DEFAULT_POINTS
+
+    points = _int("curves.points", raw.get("points", DEFAULT_POINTS), 1)
+    metrics = _mapping("curves.metrics", raw.get("metrics"))
+    for k, v in metrics.items():
+        if not isinstance(k, str) or not k or k == "env_steps":
+            raise _fail("curves.metrics key", k, "a non-empty name other than env_steps")
+        if not isinstance(v, str) or not v:
+            raise _fail(f"curves.metrics.{k}", v, "a result path such as episode_return_mean")
+    return {"points": points, "metrics": dict(metrics)}
+
+
 def parse_plan(data: Any, source: str = "") -> Plan:
     """Checks a plan's data (as loaded from YAML) and returns the :class:`Plan`."""
     if not isinstance(data, dict):
@@ -334,6 +357,7 @@ def parse_plan(data: Any, source: str = "") -> Plan:
     cell_cpus = data.get("cell_cpus", 1.0)
     if isinstance(cell_cpus, bool) or not isinstance(cell_cpus, (int, float)) or cell_cpus <= 0:
         raise _fail("cell_cpus", cell_cpus, "a number > 0")
+    curves = _curves(data.get("curves"))
     return Plan(
         name=name,
         title=str(data["title"]),
@@ -349,6 +373,7 @@ def parse_plan(data: Any, source: str = "") -> Plan:
         paper=paper,
         claims=claims,
         cell_cpus=float(cell_cpus),
+        curves=curves,
         source=source,
     )
 

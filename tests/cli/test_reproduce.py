@@ -100,6 +100,11 @@ def test_tiny_plan_cells_and_overrides():
         ),
         ({"paper": {"lending": {"ppo": {"bias": "high"}}}}, "paper.lending.ppo.bias: 'high'"),
         ({"methods": {"ppo": {"budget": 0}}}, "methods.ppo.budget: 0 is invalid"),
+        ({"curves": {"metrics": {}}}, "curves.metrics: {} is invalid; valid: a non-empty mapping"),
+        ({"curves": {"points": 0, "metrics": {"r": "x"}}}, "curves.points: 0 is invalid"),
+        ({"curves": {"metrics": {"env_steps": "x"}}}, "curves.metrics key: 'env_steps'"),
+        ({"curves": {"metrics": {"r": 3}}}, "curves.metrics.r: 3 is invalid"),
+        ({"curves": {"every": 3}}, "curves: {'every': 3} is invalid"),
     ],
 )
 def test_bad_plan_entries_give_one_line(change, message):
@@ -209,6 +214,38 @@ def test_merge_tables_verdicts_and_stale_cells(tmp_path):
     assert merge(tmp_path, plan, plots=False).claims["fairer"]["verdict"] == stats.FAILS
 
 
+# ----------------------------------------------------------------------------- curves
+def test_curve_recorder_bins_exactly_and_counts_missing_values_as_missing():
+    from rllib_fair.reproduce.curves import CurveRecorder
+
+    rec = CurveRecorder({"a": "x.a", "b": "x.b"}, points=2)
+    for steps, a, b in [(10, 1.0, None), (20, 3.0, None), (30, float("nan"), 7.0)]:
+        rec.add(steps, {"x": {"a": a, **({} if b is None else {"b": b})}})
+    rec.add(40, {"x": {"a": 8.0, "b": "text"}})
+    # 4 iterations in 2 bins of 2: last steps 20 and 40, means of the finite values
+    assert rec.binned() == {"env_steps": [20, 40], "a": [2.0, 8.0], "b": [None, 7.0]}
+    few = CurveRecorder({"a": "a"}, points=100)
+    few.add(5, {"a": 1})
+    assert few.binned() == {"env_steps": [5], "a": [1.0]}  # never more bins than iterations
+
+
+def test_merge_draws_the_curves_and_counts_the_cells_that_have_them(tmp_path):
+    plan = parse_plan({**TINY, "curves": {"points": 3, "metrics": {"ret": "x"}}})
+    for seed, method in [(0, "ppo"), (1, "ppo"), (0, "pocar")]:
+        _write(tmp_path, plan, method, seed, 0.1)
+    path = cell_path(tmp_path, plan, Cell("ppo", "lending", 0))
+    row = json.loads(path.read_text())
+    row["curves"] = {"env_steps": [100, 200, 400], "ret": [1.0, None, 3.0]}
+    path.write_text(json.dumps(row))
+    merge(tmp_path, plan)
+    text = (tmp_path / "tiny" / "README.md").read_text()
+    assert "Training curves (ret): recorded by 1 of the 3 cells, `tiny_curves.png`" in text
+    assert (tmp_path / "tiny" / "tiny_curves.png").stat().st_size > 1000
+    # a plan without curves draws none
+    merge(tmp_path / "other", parse_plan(TINY))
+    assert not (tmp_path / "other" / "tiny" / "tiny_curves.png").exists()
+
+
 # ----------------------------------------------------------------------------- end to end
 def _start(plan_file: Path, out: Path, storage: Path, log: Path, *extra: str):
     env = dict(os.environ, RAY_AUTH_MODE="disabled")
@@ -266,10 +303,14 @@ def test_run_cell_reports_progress_and_the_writer_prints_it(ray_session, capsys,
 
     from rllib_fair.cli.reproduce import Progress, _writer_callback, run_cell
 
-    plan = parse_plan({**TINY, "budget": 600})
+    curves = {"points": 2, "metrics": {"ret": "env_runners.episode_return_mean", "no": "n.o"}}
+    plan = parse_plan({**TINY, "budget": 600, "curves": curves})
     seen = []
     row = run_cell(plan, Cell("ppo", "lending", 0), progress=lambda s, t: seen.append((s, t)))
     assert [s for s, _ in seen] == [200, 400, 600] and row["env_steps"] == 600
+    # 3 iterations in 2 bins; a path no result has is recorded as missing, not an error
+    assert row["curves"]["env_steps"] == [400, 600] and row["curves"]["no"] == [None, None]
+    assert all(math.isfinite(v) for v in row["curves"]["ret"])
     assert all(t > 0 for _, t in seen)
     writer = _writer_callback(tmp_path, plan, Progress(plan, 4, 0, 0.0), [])
     trial = SimpleNamespace(config={"cell": {"method": "ppo", "setting": "lending", "seed": 0}})

@@ -23,6 +23,12 @@ the "fairness algorithms at 0.9x of our PPO" target.
 ``batch / N`` steps per env per rollout, so the rollout, minibatch and epochs are the
 same. ``--envs 1 8 32`` runs each N in turn and prints one table per N.
 
+``--ceiling`` times PPO's minibatch update in plain torch (:func:`ppo_update_floor`) and
+prints, per N, the best ratio to SB3 that the update's maths allows: SB3's iteration
+time over ours with our sampling as measured and the update at that floor, and with free
+sampling too. From N = 8 both sides are bound by the same update, and this is the
+ceiling the ">= 1.2x at N = 8 and 32" target meets.
+
 ``--rllib-default`` adds a row for stock RLlib: ``ray.rllib.algorithms.ppo.PPOConfig``
 at the same settings, without any of this package's sampling or learner speed-ups
 (the speed layer, :mod:`rllib_fair.accel`), i.e. where the package started.
@@ -32,6 +38,7 @@ Usage::
     pip install -e .[bench]     # stable-baselines3 (a benchmark extra only)
     OMP_NUM_THREADS=1 RAY_AUTH_MODE=disabled python benchmarks/vs_sb3.py \\
         --env fair/Lending-v0 --iters 3 --rounds 2 [--rllib-default] [--floor] [--profile NAME]
+    python benchmarks/vs_sb3.py --envs 1 8 32 --rows "SB3 PPO" PPO --ceiling
 """
 
 from __future__ import annotations
@@ -64,8 +71,10 @@ BREAKDOWN = {
 }
 
 
-def sb3_rate(args) -> float:
-    """Env steps/s of SB3's PPO over ``args.iters`` rollouts (after one warm-up)."""
+def sb3_rate(args) -> tuple[float, dict[str, float]]:
+    """(env steps/s, {phase: seconds per iteration}) of SB3's PPO over ``args.iters``
+    rollouts (after one warm-up); ``learner`` is its ``train()`` (the update), ``sampling``
+    the rest of the iteration (rollout collection, GAE)."""
     import gymnasium as gym
     from stable_baselines3 import PPO as SB3PPO
 
@@ -96,11 +105,22 @@ def sb3_rate(args) -> float:
         verbose=0,
     )
     model.learn(total_timesteps=args.batch)  # warm-up
+    update_s = [0.0]
+    update = model.train
+
+    def timed_update() -> None:  # the instance attribute shadows the method for learn()
+        t = time.perf_counter()
+        update()
+        update_s[0] += time.perf_counter() - t
+
+    model.train = timed_update
     start = time.perf_counter()
     model.learn(total_timesteps=args.iters * args.batch, reset_num_timesteps=False)
-    rate = args.iters * args.batch / (time.perf_counter() - start)
+    wall = time.perf_counter() - start
     env.close()
-    return rate
+    per_iter = wall / args.iters
+    learn = update_s[0] / args.iters
+    return args.iters * args.batch / wall, {"sampling": per_iter - learn, "learner": learn}
 
 
 def rllib_config(name: str, args, connector_metrics: bool = False):
@@ -202,7 +222,7 @@ def _median_s(fn, n: int, rounds: int = 5) -> float:
     return statistics.median(times)
 
 
-def method_floor(args, memory_rows: float) -> dict[str, float]:
+def method_floor(args, memory_rows: float, only_ppo: bool = False) -> dict[str, float]:
     """Seconds per iteration of each method's own extra maths, in plain torch.
 
     What ELBERT-PO and SELLF must compute beyond PPO at these settings, with no RLlib
@@ -268,6 +288,8 @@ def method_floor(args, memory_rows: float) -> dict[str, float]:
         return step
 
     ppo_s = _median_s(update_fn(False, False), 100)
+    if only_ppo:
+        return {"PPO update": ppo_s}
     elbert = (_median_s(update_fn(True, False), 100) - ppo_s) * updates
     renyi = (_median_s(update_fn(False, True), 100) - ppo_s) * updates
 
@@ -337,6 +359,12 @@ def main() -> None:
     parser.add_argument("--sb3-vec", choices=["dummy", "subproc"], default="dummy")
     parser.add_argument("--profile", default=None, metavar="ROW", help="cProfile one row")
     parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also time the PPO update's maths in plain torch (no framework) and print the "
+        "best ratio to SB3 it allows at each N (needs the SB3 PPO and PPO rows)",
+    )
+    parser.add_argument(
         "--floor",
         action="store_true",
         help="also time ELBERT-PO's and SELLF's own extra maths in plain torch (no RLlib) "
@@ -367,9 +395,9 @@ def main() -> None:
             # (the machine's speed drifts within a round)
             for row in rows[rnd % len(rows) :] + rows[: rnd % len(rows)]:
                 if row == "SB3 PPO":
-                    rates[row].append(sb3_rate(args))
-                    continue
-                rate, ph = rllib_rate(row, args)
+                    rate, ph = sb3_rate(args)
+                else:
+                    rate, ph = rllib_rate(row, args)
                 rates[row].append(rate)
                 phases[row].append(ph)
             print(
@@ -399,8 +427,11 @@ def main() -> None:
             line = f"{row:<22}{med:>12.0f}{vs_sb3:>8}{vs_ppo:>8}"
             if phases[row]:
                 for key, width in zip(BREAKDOWN, (10, 9, 8), strict=True):
-                    line += f"{statistics.median(p[key] for p in phases[row]):>{width}.3f}"
+                    got = [p[key] for p in phases[row] if key in p]
+                    line += f"{statistics.median(got):>{width}.3f}" if got else f"{'-':>{width}}"
             print(line)
+        if args.ceiling and rates.get("PPO") and rates.get("SB3 PPO"):
+            print_ceiling(args, phases)
         if args.floor and rates.get("PPO"):
             memory = [p.get("memory", 0.0) for p in phases.get("SELLF", [])]
             floor = method_floor(args, statistics.median(memory) if memory else args.batch)
@@ -414,6 +445,46 @@ def main() -> None:
                 bound = f"{t_ppo / (t_ppo + extra):.2f}" if name in ("ELBERTPO", "SELLF") else ""
                 print(f"  {name:<22}{extra:>8.3f} s{bound:>8}")
     ray.shutdown()
+
+
+def ppo_update_floor(args) -> float:
+    """Seconds per iteration of PPO's update alone in plain torch (no framework).
+
+    The same maths as both sides' update (:func:`method_floor`'s PPO minibatch step:
+    separate actor and critic MLPs, clipped surrogate, value loss, backward, global-norm
+    clipping, Adam) times the minibatch updates per iteration.
+    """
+    import math
+
+    updates = math.ceil(args.epochs * args.batch / args.minibatch)
+    return method_floor(args, args.batch, only_ppo=True)["PPO update"] * updates
+
+
+def print_ceiling(args, phases: dict[str, list[dict]]) -> None:
+    """The best ratio to SB3 that PPO's update maths allows at this N.
+
+    Both sides run the same update on the same batch; SB3's is close to plain torch. If
+    our sampling cost nothing and our update ran at the plain-torch floor, an iteration
+    would take ``floor`` seconds against SB3's ``sampling + learner``: the ratio can be at
+    most their quotient, whatever the package does around the update.
+    """
+    med = {
+        row: {k: statistics.median(p[k] for p in phases[row]) for k in ("sampling", "learner")}
+        for row in ("SB3 PPO", "PPO")
+    }
+    floor = ppo_update_floor(args)
+    sb3 = med["SB3 PPO"]["sampling"] + med["SB3 PPO"]["learner"]
+    ours = med["PPO"]["sampling"]
+    print(
+        f"\nceiling at N={args.n_envs}: PPO's update in plain torch {floor:.3f} s per "
+        f"{args.batch}-step iteration (SB3's {med['SB3 PPO']['learner']:.3f} s, ours "
+        f"{med['PPO']['learner']:.3f} s); SB3's iteration {sb3:.3f} s "
+        f"({med['SB3 PPO']['sampling']:.3f} s sampling)"
+    )
+    print(
+        f"  best PPO / SB3 with our sampling as measured ({ours:.3f} s) and the update at "
+        f"the floor: {sb3 / (ours + floor):.2f}; with free sampling too: {sb3 / floor:.2f}"
+    )
 
 
 def _ratio(rates: dict, row: str, base: str) -> str:

@@ -210,12 +210,8 @@ def select_trial(exp: Experiment, trials: list[dict]) -> dict:
     """
     from statistics import mean, pstdev
 
-    from rllib_fair.cli.sweep import (
-        RULES,
-        constant_disparity_note,
-        select_by_rule,
-        trailing_mean,
-    )
+    from rllib_fair.cli.sweep import constant_disparity_note, trailing_mean
+    from rllib_fair.fairness.selection import RULES, select_by_rule
 
     sel = exp.selection
     by_config: dict[str, list[dict]] = {}

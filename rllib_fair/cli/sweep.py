@@ -17,14 +17,9 @@ Every grid value is validated like a single value (one-line error naming the key
 the value) before anything runs; Tune then runs one trial per grid point.
 
 Alg. 2 (App. E): for each configuration, ``|Delta|`` is the disparity averaged over
-time and ``|Delta|^clip = max(|Delta| - omega, 0)``; among the configurations whose
-clipped disparity equals the minimum (every configuration within omega, or the single
-least unfair one if none is), the one with the highest reward is selected. The paper's
-pseudo-code scores the other configurations 0 rather than excluding them, which would
-select a non-minimal configuration whenever every minimal one has a negative reward;
-we follow the rule as stated in the text ("the one with highest reward that reached
-disparity below omega or, if none solution reached such disparity, the one that had
-minimal disparity") and exclude them.
+time; among the configurations with minimal ``max(|Delta| - omega, 0)``, the highest
+reward. The rules live in :mod:`rllib_fair.fairness.selection` (the reproduction plans'
+grids apply them too), with why non-minimal configurations are excluded.
 
 Selecting on each method's *observable* disparity (the paper: PPO and POCAR on
 Delta^{A=1}, POCAR (Oracle) on Delta, SELLF on Delta-tilde) avoids tuning on labels the
@@ -38,17 +33,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from rllib_fair.fairness.selection import DEFAULT_OMEGA, RULES
+
 GRID_KEY = "grid_search"
 DEFAULT_REWARD_KEY = "env_runners/episode_return_mean"
-DEFAULT_OMEGA = 0.05
 DEFAULT_LAST_ITERATIONS = 3
 SELECTION_KEYS = ("rule", "disparity", "reward", "omega", "last_iterations")
-#: Selection rules over configurations (scores are means over a configuration's seeds).
-RULES = {
-    "sellf": "SELLF Alg. 2: highest reward among the minimal max(|Delta| - omega, 0)",
-    "max_reward": "highest reward",
-    "min_disparity": "lowest |Delta| (ties: highest reward)",
-}
 MAX_GRID_POINTS = 1000
 # Settings a grid may not vary: the runner reports the gap of one notion per experiment.
 NOT_GRIDDABLE = {
@@ -217,39 +207,3 @@ def trailing_mean(history: list[dict], key: str, last: int) -> float | None:
             if len(values) == last:
                 break
     return sum(values) / len(values) if values else None
-
-
-def select_by_rule(scores: list[dict], rule: str, omega: float) -> int | None:
-    """The index ``rule`` (one of :data:`RULES`) picks among ``scores``, or None."""
-    if rule == "sellf":
-        return select(scores, omega)
-    valid = [
-        i
-        for i, s in enumerate(scores)
-        if s.get("disparity") is not None and s.get("reward") is not None
-    ]
-    if not valid:
-        return None
-    if rule == "max_reward":
-        return max(valid, key=lambda i: scores[i]["reward"])
-    return min(valid, key=lambda i: (abs(scores[i]["disparity"]), -scores[i]["reward"]))
-
-
-def select(scores: list[dict], omega: float) -> int | None:
-    """Alg. 2 over ``[{"disparity": |Delta|, "reward": R}, ...]``; returns the index.
-
-    ``|Delta|^clip = max(|Delta| - omega, 0)``; the highest reward among the entries
-    whose clipped disparity is minimal. Entries missing a value cannot be selected; None
-    when no entry has both.
-    """
-    valid = [
-        i
-        for i, s in enumerate(scores)
-        if s.get("disparity") is not None and s.get("reward") is not None
-    ]
-    if not valid:
-        return None
-    clipped = {i: max(abs(scores[i]["disparity"]) - omega, 0.0) for i in valid}
-    best = min(clipped.values())
-    minimal = [i for i in valid if clipped[i] == best]
-    return max(minimal, key=lambda i: scores[i]["reward"])

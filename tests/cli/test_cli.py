@@ -938,7 +938,8 @@ def test_train_with_a_remote_env_runner(tmp_path, ray_session, capsys):
 def test_grid_search_runs_every_point_and_selects_by_alg_2(tmp_path, ray_session, capsys):
     """A two-value grid runs two trials; selection.json is Alg. 2 over their results."""
     from rllib_fair.cli.results import flatten
-    from rllib_fair.cli.sweep import select, trailing_mean
+    from rllib_fair.cli.sweep import trailing_mean
+    from rllib_fair.fairness.selection import select
 
     spec = changed(
         (("config", "lr"), {"grid_search": [0.001, 0.0003]}),

@@ -8,10 +8,10 @@ from rllib_fair.cli.experiment import ExperimentError, param_space, validate_exp
 from rllib_fair.cli.sweep import (
     default_disparity_key,
     grid_points,
-    select,
     split_grid,
     trailing_mean,
 )
+from rllib_fair.fairness.selection import select
 
 
 def test_split_grid_keeps_order_and_first_values():

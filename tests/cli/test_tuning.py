@@ -16,9 +16,9 @@ import yaml
 
 from rllib_fair.cli import main
 from rllib_fair.cli.experiment import ExperimentError, param_space, validate_experiment
-from rllib_fair.cli.sweep import select_by_rule
 from rllib_fair.cli.tables import format_pareto, pareto, pareto_front, summarize
 from rllib_fair.cli.trials import Trial, group
+from rllib_fair.fairness.selection import select_by_rule
 
 ROOT = Path(__file__).resolve().parents[2]
 RETURN_KEY = "env_runners/episode_return_mean"

@@ -29,7 +29,10 @@ Shipped:
   ``cum_disparity`` (the per-step loss and squared disparity summed over the episode,
   mean over the states), ``mean_step_loss`` (the per-step loss, mean over steps and
   states), ``final_q_mean`` (the final qualification rates' mean) and ``final_q_gap``
-  (the final abs(q0 - q1), mean over the states).
+  (the final abs(q0 - q1), mean over the states);
+* ``quarters``: Lee et al.'s lending strategies on ``fair/QuarterlyLending-v0``: the final
+  quarter's gaps (signed and absolute) and the profits of the last complete training
+  episode (:mod:`rllib_fair.reproduce.quarters`).
 
 A metric that is missing or not finite is an error naming the path: a cell never writes
 a NaN.
@@ -39,6 +42,8 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+from rllib_fair.reproduce.quarters import Quarters
 
 
 def read_path(result: dict, path: str) -> float:
@@ -261,4 +266,5 @@ EVALUATORS: dict[str, type[Evaluator]] = {
     "final_training": FinalTraining,
     "lending_drift_sampled": LendingDriftSampled,
     "replicator_initial_states": ReplicatorInitialStates,
+    "quarters": Quarters,
 }

@@ -64,6 +64,9 @@ except ModuleNotFoundError:  # a checkout without `pip install -e .`
     import rllib_fair  # noqa: F401, E402
 
 ROWS = ["SB3 PPO", "PPO", "POCAR", "ELBERTPO", "SELLF"]
+#: Optional rows: stock RLlib PPO, and our PPO with torch's fused Adam kernel
+#: (``optimizer_impl: fused``, last-bit differences from the default foreach Adam).
+EXTRA_ROWS = ["RLlib PPO", "PPO fused"]
 BREAKDOWN = {
     "sampling": "env_runner_sampling_timer",
     "learner": "learner_update_timer",
@@ -135,7 +138,9 @@ def rllib_config(name: str, args, connector_metrics: bool = False):
 
         config = PPOConfig()
     else:
-        config = get_config_class(name)()
+        config = get_config_class(name.removesuffix(" fused"))()
+        if name.endswith(" fused"):
+            config.training(optimizer_impl="fused")
     config = (
         config.environment(args.env)
         .env_runners(
@@ -341,7 +346,7 @@ def main() -> None:
     parser.add_argument("--env", default="fair/Lending-v0")
     parser.add_argument("--iters", type=int, default=3, help="timed iterations per run")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--rows", nargs="+", default=ROWS, choices=ROWS + ["RLlib PPO"])
+    parser.add_argument("--rows", nargs="+", default=ROWS, choices=ROWS + EXTRA_ROWS)
     parser.add_argument("--rllib-default", action="store_true")
     parser.add_argument("--batch", type=int, default=2048)
     parser.add_argument("--minibatch", type=int, default=64)

@@ -20,7 +20,6 @@ import os
 import platform
 import subprocess
 import time
-from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -52,6 +51,9 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
     torch.set_num_threads(1)
     path = plan.example_path(cell, root)
     ((name, spec),) = load_experiments(path).items()
+    # a cell trains to the plan's budget and judges nothing: the example's pass criteria
+    # (which name the example's own notion, not necessarily the setting's) are dropped
+    spec = {k: v for k, v in spec.items() if k != "pass_criteria"}
     env_config = plan.env_config(cell)
     if env_config:
         spec = {**spec, "env_config": {**(spec.get("env_config") or {}), **env_config}}
@@ -81,7 +83,7 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
     wall = time.time() - start
     row = {
         "plan": plan.name,
-        "cell": asdict(cell),
+        "cell": cell.to_dict(),
         "example": str(path.relative_to(root)) if path.is_relative_to(root) else str(path),
         "budget": plan.budget_for(cell),
         "env_steps": steps,
@@ -239,7 +241,7 @@ def run_plan(
         )
         tuner = tune.Tuner(
             trainable,
-            param_space={"cell": tune.grid_search([asdict(c) for c in pending])},
+            param_space={"cell": tune.grid_search([c.to_dict() for c in pending])},
             tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent),
             run_config=tune.RunConfig(
                 name=f"reproduce_{plan.name}_{int(time.time())}",

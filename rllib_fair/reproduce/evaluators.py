@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rllib_fair.reproduce.deployment_eval import Deployment
 from rllib_fair.reproduce.quarters import Quarters
 
 
@@ -266,5 +267,6 @@ EVALUATORS: dict[str, type[Evaluator]] = {
     "final_training": FinalTraining,
     "lending_drift_sampled": LendingDriftSampled,
     "replicator_initial_states": ReplicatorInitialStates,
+    "deployment": Deployment,
     "quarters": Quarters,
 }

@@ -9,7 +9,10 @@ metric and setting, each method's mean with its interval, the paper's value as a
 and, when the plan follows training curves, ``<plan>_curves.png``
 (:mod:`rllib_fair.reproduce.curves`).
 
-Cells of another budget than the plan's (an older run) are left out and counted.
+Cells of another budget than the plan's (an older run) are left out and counted. For a
+method with a ``grid`` the ``selection`` rule picks one point per setting on the points'
+metric means over seeds (:func:`select_points`); the README names each choice, and the
+tables, claims and figure use the chosen point's cells only.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ def read_cells(out: Path, plan: Plan) -> tuple[list[dict], int]:
         cell = row.get("cell", {})
         if cell.get("method") not in plan.methods or cell.get("setting") not in plan.settings:
             continue
+        if cell.get("point", "") not in plan.points(cell["method"]):
+            continue  # a point the plan's grid no longer has
         if row.get("budget") != plan.budget_for(Cell(**cell)):
             stale += 1
             continue
@@ -70,6 +75,76 @@ class Merged:
     stale: int = 0
     cpu_hours: float = 0.0
     mean_cell_hours: float = float("nan")
+    #: ``{(setting, method): Choice}`` for the methods with a grid
+    selected: dict[tuple[str, str], Choice] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The grid point the selection rule chose for one (method, setting)."""
+
+    point: str  # its label (the cell ids' part)
+    params: dict
+    disparity: float  # the scores the rule saw: means over the point's seeds
+    reward: float
+    n_seeds: int
+    n_points: int  # points that had cells
+
+
+def select_points(plan: Plan, rows: list[dict]) -> tuple[list[dict], dict]:
+    """The rows of the chosen grid points (and every row of methods without a grid).
+
+    Per (method, setting) with a grid, each point that has cells is scored by the means
+    over its seeds of the selection's disparity (rounded to ``decimals`` when given) and
+    reward metrics; the plan's rule (:func:`rllib_fair.fairness.selection.select_by_rule`)
+    picks one. Returns the kept rows and ``{(setting, method): Choice}``.
+    """
+    from rllib_fair.fairness.selection import select_by_rule
+
+    sel = plan.selection
+    kept = [r for r in rows if not plan.methods[r["cell"]["method"]].get("grid")]
+    chosen: dict[tuple[str, str], Choice] = {}
+    for method, entry in plan.methods.items():
+        if not entry.get("grid"):
+            continue
+        for setting in plan.settings:
+            labels, scores = [], []
+            for label in plan.points(method):
+                mine = [
+                    r
+                    for r in rows
+                    if r["cell"]["method"] == method
+                    and r["cell"]["setting"] == setting
+                    and r["cell"].get("point", "") == label
+                ]
+                if not mine:
+                    continue
+                d = sum(float(r["metrics"][sel["disparity"]]) for r in mine) / len(mine)
+                w = sum(float(r["metrics"][sel["reward"]]) for r in mine) / len(mine)
+                if sel["decimals"] is not None:
+                    d = round(d, sel["decimals"])
+                labels.append((label, len(mine)))
+                scores.append({"disparity": d, "reward": w})
+            index = select_by_rule(scores, sel["rule"], sel["omega"]) if scores else None
+            if index is None:
+                continue
+            label, n = labels[index]
+            chosen[(setting, method)] = Choice(
+                label,
+                plan.points(method)[label],
+                scores[index]["disparity"],
+                scores[index]["reward"],
+                n,
+                len(scores),
+            )
+            kept += [
+                r
+                for r in rows
+                if r["cell"]["method"] == method
+                and r["cell"]["setting"] == setting
+                and r["cell"].get("point", "") == label
+            ]
+    return kept, chosen
 
 
 def _by_seed(rows: list[dict], method: str, setting: str, metric: str) -> dict[int, float]:
@@ -108,8 +183,9 @@ def projected_wall_hours(plan: Plan, mean_cell_hours: float, cpus: int) -> float
 
 def merge(out: Path, plan: Plan, *, plots: bool = True) -> Merged:
     """Writes the plan's README.md (and figure) from its cells; returns what it found."""
-    rows, stale = read_cells(out, plan)
-    merged = Merged(n_cells=len(rows), stale=stale)
+    every, stale = read_cells(out, plan)
+    rows, selected = select_points(plan, every)
+    merged = Merged(n_cells=len(every), stale=stale, selected=selected)
     metrics = list(plan.evaluation["metrics"])
     for setting in plan.settings:
         for method in plan.methods:
@@ -117,9 +193,9 @@ def merge(out: Path, plan: Plan, *, plots: bool = True) -> Merged:
                 values = _by_seed(rows, method, setting, metric)
                 merged.intervals[(setting, method, metric)] = stats.mean_interval(values.values())
     merged.claims = evaluate_claims(plan, rows)
-    merged.cpu_hours = sum(float(r.get("cpu_hours", 0.0)) for r in rows)
-    if rows:
-        merged.mean_cell_hours = sum(float(r["wall_s"]) for r in rows) / len(rows) / 3600.0
+    merged.cpu_hours = sum(float(r.get("cpu_hours", 0.0)) for r in every)
+    if every:
+        merged.mean_cell_hours = sum(float(r["wall_s"]) for r in every) / len(every) / 3600.0
     folder = Path(out) / plan.name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "README.md").write_text(_markdown(plan, rows, merged))
@@ -144,8 +220,8 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
         f"- Cells finished: {merged.n_cells} of {len(plan.cells())} "
         f"(seeds {', '.join(map(str, seeds)) or '-'}); cells of another budget left out: "
         f"{merged.stale}.",
-        f"- Evaluation: `{plan.evaluation['evaluator']}`, {plan.evaluation['episodes']} "
-        f"episodes, {'sampled' if plan.evaluation['explore'] else 'greedy'} actions.",
+        f"- Evaluation: `{plan.evaluation['evaluator']}`, {_evaluation_size(plan.evaluation)}, "
+        f"{'sampled' if plan.evaluation['explore'] else 'greedy'} actions.",
         f"- CPU-hours spent: {merged.cpu_hours:.2f}; mean per cell "
         f"{merged.mean_cell_hours * 60:.1f} min; projected wall time of the whole plan: "
         f"{projected_wall_hours(plan, merged.mean_cell_hours, 16):.1f} h on 16 CPUs, "
@@ -154,12 +230,14 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
     if plan.curves:
         lines.append(
             f"- Training curves ({', '.join(plan.curves['metrics'])}): recorded by "
-            f"{cells_with_curves(rows)} of the {merged.n_cells} cells, "
+            f"{cells_with_curves(rows)} of the {len(rows)} cells, "
             f"`{plan.name}_curves.png` (cells run before the plan named curves have none)."
         )
     if plan.budget_note:
         lines.append(f"- Budget note: {plan.budget_note}")
     lines += ["", "Values: mean ± 95% t-interval over seeds (n seeds in brackets).", ""]
+    if merged.selected or plan.selection:
+        lines += _selection_lines(plan, merged)
     metrics = list(plan.evaluation["metrics"])
     for setting in plan.settings:
         lines += [f"## {setting}", ""]
@@ -191,6 +269,50 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def _evaluation_size(evaluation: dict) -> str:
+    """How much the evaluator runs: deployment steps and seeds, else episodes."""
+    if evaluation["evaluator"] == "deployment":
+        from rllib_fair.reproduce.deployment_eval import Deployment
+
+        steps, seeds = Deployment.size(evaluation)
+        return f"{steps:,} steps on each of {seeds} deployment seeds"
+    return f"{evaluation['episodes']} episodes"
+
+
+def _selection_lines(plan: Plan, merged: Merged) -> list[str]:
+    """The grid points the selection rule chose, one row per (setting, method)."""
+    sel = plan.selection
+    rounding = f", disparity rounded to {sel['decimals']} decimals" if sel["decimals"] else ""
+    lines = [
+        "## Selected grid points",
+        "",
+        f"Rule `{sel['rule']}` (omega {sel['omega']:g}{rounding}) on `{sel['disparity']}` and "
+        f"`{sel['reward']}`, means over each point's seeds; the tables and claims use the "
+        "chosen point's cells.",
+        "",
+        f"| setting | method | chosen point | {sel['disparity']} | {sel['reward']} "
+        "| seeds | points with cells |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for setting in plan.settings:
+        for method in plan.methods:
+            if not plan.methods[method].get("grid"):
+                continue
+            c = merged.selected.get((setting, method))
+            grid_size = len(plan.points(method))
+            if c is None:
+                lines.append(
+                    f"| {setting} | {plan.label(method)} | - | - | - | 0 | 0 of {grid_size} |"
+                )
+                continue
+            params = ", ".join(f"{k}={v}" for k, v in c.params.items())
+            lines.append(
+                f"| {setting} | {plan.label(method)} | {params} | {c.disparity:.4g} | "
+                f"{c.reward:.4g} | {c.n_seeds} | {c.n_points} of {grid_size} |"
+            )
+    return lines + [""]
 
 
 def _figure(plan: Plan, merged: Merged, path: Path) -> None:

@@ -14,8 +14,10 @@ A plan is a YAML file (the shipped ones live in ``rllib_fair/reproduce/plans/``)
       elbertpo: {label: ELBERT-PO, config: {...}}
       appo: {label: A-PPO, example: "tuned_examples/pocar/{setting}-appo.yaml"}
       myopic: {label: Myopic, budget: 1000}  # a method that learns nothing: its own budget
+      sellf: {label: SELLF, grid: {beta_1: [1, 5], beta_2: [0.01, 0.1]}}  # a grid (below)
     settings:                               # setting key -> its notion and optional overrides
       lending: {notion: equal_opportunity, env_config: {...}}
+      fico_ap: {notion: accuracy_parity, example_setting: lending_fico}  # {setting} in examples
     cells:                                  # optional overrides of one (method, setting)
       - {method: ppo, setting: lending, config: {lr: 0.001}}
     evaluation:
@@ -31,6 +33,12 @@ A plan is a YAML file (the shipped ones live in ``rllib_fair/reproduce/plans/``)
         metric: bias
         less: [elbertpo, ppo]               # or greater: [a, b], at_most: [a, x], at_least: [a, x]
         settings: [lending]                 # default: every setting
+    selection:                              # with a grid: how one point is chosen
+      disparity: bias                       # a plan metric: the disparity ...
+      reward: reward_per_step               # ... and the reward the rule scores
+      rule: sellf                           # sellf (Alg. 2, default), max_reward, min_disparity
+      omega: 0.05                           # Alg. 2's tolerance (default 0.05)
+      decimals: 2                           # optional: disparity rounded before the rule
     curves:                                 # optional: result paths followed over training
       points: 100                           # bins per cell (default 100)
       metrics: {gap: fairness.qualification_gain.gain_gap_abs}
@@ -41,12 +49,22 @@ the method's and the setting's ``env_config`` entries over the example's), the s
 and ``num_env_runners: 0`` unless an override sets it (the cells are the unit of
 parallelism: Ray Tune runs one per CPU, on one machine or a cluster).
 
+A method with a ``grid`` (config key -> list of values) runs every combination of the
+values (first key slowest) as its own cells, the point's values applied last; the cell id
+names the point, ``<method>+<key>-<value>[+...]__<setting>__s<seed>`` (floats as ``%g``
+without a ``+``), so it is a safe file stem and stays the same while the grid keeps that
+point. The merge then picks one point per (method, setting) by the ``selection`` rule
+(:mod:`rllib_fair.fairness.selection`) on the points' metric means over seeds, and the
+tables and claims use the chosen point's cells.
+
 Every bad entry raises :class:`PlanError` with one line naming the key, the bad value and
 what is valid.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,6 +93,7 @@ _TOP_KEYS = {
     "claims",
     "cell_cpus",
     "curves",
+    "selection",
 }
 _REQUIRED = ("name", "title", "seeds", "budget", "example", "methods", "settings", "evaluation")
 
@@ -90,11 +109,20 @@ class Cell:
     method: str
     setting: str
     seed: int
+    point: str = ""  # the grid point's label (methods with a grid), else empty
 
     @property
     def id(self) -> str:
-        """The cell's file stem: ``<method>__<setting>__s<seed>``."""
-        return f"{self.method}__{self.setting}__s{self.seed}"
+        """The cell's file stem: ``<method>[+<point>]__<setting>__s<seed>``."""
+        method = f"{self.method}+{self.point}" if self.point else self.method
+        return f"{method}__{self.setting}__s{self.seed}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The cell as its result file stores it (``point`` only for a grid point)."""
+        out: dict[str, Any] = {"method": self.method, "setting": self.setting, "seed": self.seed}
+        if self.point:
+            out["point"] = self.point
+        return out
 
 
 @dataclass(frozen=True)
@@ -130,6 +158,7 @@ class Plan:
     claims: tuple[Claim, ...] = ()
     cell_cpus: float = 1.0
     curves: dict[str, Any] = field(default_factory=dict)
+    selection: dict[str, Any] = field(default_factory=dict)
     source: str = ""
 
     def cells(self, seeds: tuple[int, ...] | None = None) -> list[Cell]:
@@ -139,11 +168,21 @@ class Plan:
         the settings it reached, which is what the paired comparisons need.
         """
         return [
-            Cell(m, s, seed)
+            Cell(m, s, seed, label)
             for s in self.settings
             for seed in (self.seeds if seeds is None else seeds)
             for m in self.methods
+            for label in self.points(m)
         ]
+
+    def points(self, method: str) -> dict[str, dict[str, Any]]:
+        """The method's grid points, ``{label: {key: value}}`` (``{"": {}}`` without a grid)."""
+        grid = self.methods[method].get("grid")
+        if not grid:
+            return {"": {}}
+        combos = itertools.product(*grid.values())
+        points = [dict(zip(grid, combo, strict=True)) for combo in combos]
+        return {point_label(p): p for p in points}
 
     def budget_for(self, cell: Cell) -> int:
         """The env steps ``cell`` trains: its method's ``budget``, else the plan's."""
@@ -156,7 +195,8 @@ class Plan:
     def example_path(self, cell: Cell, root: Path) -> Path:
         """The tuned example a cell starts from (the method's template, else the plan's)."""
         template = self.methods[cell.method].get("example", self.example)
-        return root / template.format(method=cell.method, setting=cell.setting)
+        setting = self.settings[cell.setting].get("example_setting", cell.setting)
+        return root / template.format(method=cell.method, setting=setting)
 
     def overrides(self, cell: Cell) -> dict[str, Any]:
         """The config overrides of ``cell``: the method's, the setting's, then the cell's."""
@@ -166,6 +206,7 @@ class Plan:
         for entry in self.cell_overrides:
             if entry["method"] == cell.method and entry["setting"] == cell.setting:
                 out.update(entry.get("config") or {})
+        out.update(self.points(cell.method)[cell.point])
         out["seed"] = cell.seed
         return out
 
@@ -180,6 +221,30 @@ class Plan:
         """The evaluation metrics of ``setting``: name -> result path, ``{notion}`` filled."""
         notion = self.settings[setting].get("notion", "")
         return {k: v.format(notion=notion) for k, v in self.evaluation["metrics"].items()}
+
+
+def _value_text(value: Any) -> str:
+    """A grid value as it appears in a cell id (floats as ``%g``, ``1e+06`` as ``1e06``)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:g}".replace("e+", "e")
+    return str(value)
+
+
+def point_label(point: dict[str, Any]) -> str:
+    """A grid point's part of the cell id: ``<key>-<value>`` joined by ``+``."""
+    return "+".join(f"{k}-{_value_text(v)}" for k, v in point.items())
+
+
+#: Characters a grid key or value may show in a cell id.
+_SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+#: Most grid points one method may have.
+MAX_POINTS = 1000
+#: Config keys a grid may not vary (the cell, the setting or the runner set them).
+_NOT_GRIDDED = ("seed", "num_env_runners", "fairness_notion")
 
 
 def _fail(key: str, value: Any, valid: str) -> PlanError:
@@ -242,6 +307,74 @@ def _claim(i: int, raw: Any, methods: dict, settings: dict, metrics: dict) -> Cl
     return Claim(raw["id"], raw["text"], raw["metric"], kind, pair[0], b, threshold, tuple(chosen))
 
 
+def _grid(method: str, raw: Any) -> dict[str, list]:
+    """A method's ``grid`` entry, checked: config key -> distinct values, safe in an id."""
+    key = f"methods.{method}.grid"
+    grid = _mapping(key, raw)
+    for k, values in grid.items():
+        if not isinstance(k, str) or not k.isidentifier() or k in _NOT_GRIDDED:
+            raise _fail(
+                f"{key} key",
+                k,
+                "a config name (letters, digits, '_'), not " + ", ".join(_NOT_GRIDDED),
+            )
+        if not isinstance(values, list) or not values:
+            raise _fail(f"{key}.{k}", values, "a non-empty list of values")
+        texts = []
+        for v in values:
+            text = _value_text(v) if isinstance(v, (bool, int, float, str)) else ""
+            if not text or set(text) - _SAFE:
+                raise _fail(
+                    f"{key}.{k}",
+                    v,
+                    "a number, true/false or a string of letters, digits, '.', '_', '-'",
+                )
+            texts.append(text)
+        if len(set(texts)) != len(texts):
+            raise _fail(f"{key}.{k}", values, "distinct values (as they appear in cell ids)")
+    n = math.prod(len(v) for v in grid.values())
+    if n > MAX_POINTS:
+        raise _fail(key, f"{n} points", f"at most {MAX_POINTS} points")
+    return {k: list(v) for k, v in grid.items()}
+
+
+def _selection(raw: Any, metrics: dict, grids: bool) -> dict[str, Any]:
+    """The ``selection`` entry: ``{}`` without grids, else the rule's checked settings."""
+    from rllib_fair.fairness.selection import DEFAULT_OMEGA, RULES
+
+    if raw is None:
+        if grids:
+            raise PlanError(
+                "selection: missing; a plan whose methods have a grid needs "
+                "selection: {disparity: <metric>, reward: <metric>}"
+            )
+        return {}
+    allowed = {"disparity", "reward", "rule", "omega", "decimals"}
+    if not isinstance(raw, dict) or set(raw) - allowed:
+        raise _fail("selection", raw, "a mapping of " + ", ".join(sorted(allowed)))
+    if not grids:
+        raise _fail("selection", raw, "only with a method that has a grid")
+    for part in ("disparity", "reward"):
+        if raw.get(part) not in metrics:
+            raise _fail(f"selection.{part}", raw.get(part), "one of " + ", ".join(metrics))
+    rule = raw.get("rule", "sellf")
+    if rule not in RULES:
+        raise _fail("selection.rule", rule, "one of " + ", ".join(RULES))
+    omega = raw.get("omega", DEFAULT_OMEGA)
+    if isinstance(omega, bool) or not isinstance(omega, (int, float)) or not omega >= 0:
+        raise _fail("selection.omega", omega, "a number >= 0")
+    decimals = raw.get("decimals")
+    if decimals is not None:
+        decimals = _int("selection.decimals", decimals)
+    return {
+        "disparity": raw["disparity"],
+        "reward": raw["reward"],
+        "rule": rule,
+        "omega": float(omega),
+        "decimals": decimals,
+    }
+
+
 def _curves(raw: Any) -> dict[str, Any]:
     """The ``curves`` entry: ``{}`` when absent, else ``{"points": n, "metrics": {...}}``."""
     if raw is None:
@@ -291,12 +424,16 @@ def parse_plan(data: Any, source: str = "") -> Plan:
             if not isinstance(k, str) or "__" in k or not k:
                 raise _fail(f"{section} key", k, "a non-empty name without '__'")
             allowed = {"label", "config", "env_config", "notion"} | (
-                {"example", "budget"} if section == "methods" else set()
+                {"example", "budget", "grid"} if section == "methods" else {"example_setting"}
             )
             if section == "methods" and "budget" in v:
                 _int(f"methods.{k}.budget", v["budget"], 1)
             if not isinstance(v, dict) or set(v) - allowed:
                 raise _fail(f"{section}.{k}", v, "a mapping of " + ", ".join(sorted(allowed)))
+            if section == "methods" and "grid" in v:
+                _grid(k, v["grid"])
+            if section == "settings" and not isinstance(v.get("example_setting", "x"), str):
+                raise _fail(f"settings.{k}.example_setting", v["example_setting"], "a name")
             if not str(v.get("example", ".yaml")).endswith(".yaml"):
                 raise _fail(
                     f"{section}.{k}.example", v["example"], "a path template ending in .yaml"
@@ -358,6 +495,8 @@ def parse_plan(data: Any, source: str = "") -> Plan:
     if isinstance(cell_cpus, bool) or not isinstance(cell_cpus, (int, float)) or cell_cpus <= 0:
         raise _fail("cell_cpus", cell_cpus, "a number > 0")
     curves = _curves(data.get("curves"))
+    grids = any("grid" in v for v in methods.values())
+    selection = _selection(data.get("selection"), metrics, grids)
     return Plan(
         name=name,
         title=str(data["title"]),
@@ -374,6 +513,7 @@ def parse_plan(data: Any, source: str = "") -> Plan:
         claims=claims,
         cell_cpus=float(cell_cpus),
         curves=curves,
+        selection=selection,
         source=source,
     )
 

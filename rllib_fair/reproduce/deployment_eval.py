@@ -1,0 +1,98 @@
+"""The ``deployment`` evaluator: the trained policy deployed as in SELLF's Tables 1 and 2.
+
+The final policy runs :func:`rllib_fair.rllib.deployment.deploy_algorithm` (the code
+behind ``rllib-fair evaluate``): one episode of ``steps`` env steps (ended early only by
+the env's own termination) on each of the deployment seeds ``0 .. seeds - 1``, on the
+training env and its ``env_config``, with true labels; actions sampled from the policy
+when the plan's ``explore`` is true, else greedy. Plan keys under ``evaluation``:
+``steps`` (default 10,000), ``seeds`` (default 10), ``window`` (decisions in the true
+disparity's window; default the config's ``fairness_disparity_window``).
+
+The paths name its outputs, means over the deployment seeds:
+
+* ``disparity``: the true disparity |Delta_t| of the setting's notion averaged over the
+  deployment's steps (the tables' disparity); ``disparity_std`` its std over the seeds;
+* ``reward``: the deployment's cumulative reward; ``reward_std`` its std over the seeds;
+* ``final_gap``: the notion's long-term gap at the end of the deployment;
+* ``steps``: the deployed episode's length (below ``steps`` when the env terminated).
+"""
+
+from __future__ import annotations
+
+import math
+
+#: What the paths may name.
+OUTPUTS = ("disparity", "disparity_std", "reward", "reward_std", "final_gap", "steps")
+
+#: The paper's deployment: 10,000 steps on 10 seeds.
+DEFAULT_STEPS = 10_000
+DEFAULT_SEEDS = 10
+
+
+def _positive(evaluation: dict, key: str, default: int | None) -> int | None:
+    value = evaluation.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"evaluation.{key}: {value!r} is invalid; valid: an integer >= 1")
+    return value
+
+
+class Deployment:
+    """SELLF's deployment protocol: ``steps`` env steps on each of ``seeds`` seeds.
+
+    An evaluator as :class:`rllib_fair.reproduce.evaluators.Evaluator` describes (its
+    ``configure`` and ``measure``); it does not import that module, which registers it.
+    """
+
+    NAME = "deployment"
+
+    @staticmethod
+    def size(evaluation: dict) -> tuple[int, int]:
+        """The plan's deployment ``(steps, seeds)``, checked (defaults: the paper's)."""
+        return (
+            _positive(evaluation, "steps", DEFAULT_STEPS),
+            _positive(evaluation, "seeds", DEFAULT_SEEDS),
+        )
+
+    def configure(self, config, evaluation: dict):
+        """Checks the plan's settings and that the env measures the notion."""
+        from rllib_fair.rllib.deployment import check_notion
+
+        self.size(evaluation)
+        _positive(evaluation, "window", None)
+        check_notion(config.env, config.resolved_fairness_notion())
+        return config
+
+    def measure(self, algo, last_result: dict, paths: dict[str, str], evaluation: dict) -> dict:
+        """Deploys the final policy and reads the outputs' means over the seeds."""
+        from rllib_fair.rllib.deployment import deploy_algorithm
+
+        for name, path in paths.items():
+            if path not in OUTPUTS:
+                raise ValueError(
+                    f"evaluation.metrics.{name}: {path!r} is invalid for {self.NAME}; valid: "
+                    + ", ".join(OUTPUTS)
+                )
+        steps, seeds = self.size(evaluation)
+        _, summary = deploy_algorithm(
+            algo,
+            steps=steps,
+            seeds=seeds,
+            window=_positive(evaluation, "window", None),
+            explore=bool(evaluation.get("explore", False)),
+        )
+        outputs = {
+            "disparity": summary["mean_disparity"]["mean"],
+            "disparity_std": summary["mean_disparity"]["std"],
+            "reward": summary["cumulative_reward"]["mean"],
+            "reward_std": summary["cumulative_reward"]["std"],
+            "final_gap": summary["final_gap"]["mean"],
+            "steps": summary["steps"]["mean"],
+        }
+        out = {}
+        for name, path in paths.items():
+            if not math.isfinite(outputs[path]):
+                raise ValueError(f"metric path {path!r}: {outputs[path]!r} is not finite")
+            out[name] = float(outputs[path])
+        return out

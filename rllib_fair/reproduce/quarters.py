@@ -36,6 +36,8 @@ same decisions).
 
 from __future__ import annotations
 
+import math
+
 #: The four signed gaps of the paper's App. B (and App. C's accuracy).
 GAPS = ("delta_sr", "delta_fpr", "delta_fnr", "delta_acc")
 #: What the plan's metric paths may name.
@@ -118,8 +120,6 @@ class Quarters:
 
     def measure(self, algo, last_result: dict, paths: dict[str, str], evaluation: dict) -> dict:
         """Reads the outputs from the last complete episode of ``algo.quarter_log``."""
-        from rllib_fair.reproduce.evaluators import read_path
-
         for name, path in paths.items():
             if path not in OUTPUTS:
                 raise ValueError(
@@ -128,4 +128,7 @@ class Quarters:
                 )
         num_partitions = int(dict(algo.config.env_config or {}).get("num_partitions", 8))
         summary = summarize(last_episode(algo.quarter_log, num_partitions))
-        return {name: read_path(summary, path) for name, path in paths.items()}
+        for path in paths.values():
+            if not math.isfinite(summary[path]):
+                raise ValueError(f"metric path {path!r}: {summary[path]!r} is not finite")
+        return {name: summary[path] for name, path in paths.items()}

@@ -10,6 +10,7 @@ One cell of the plan then runs end to end at the plan's own (tiny) budget.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -185,6 +186,13 @@ def test_bad_inputs_give_one_line():
     with pytest.raises(ValueError) as err:
         Quarters().measure(None, {}, {"x": "return"}, {})
     assert str(err.value).startswith("evaluation.metrics.x: 'return' is invalid for quarters;")
+    # a gap that is not a number is an error naming the path (a cell never writes a NaN)
+    log = _log(range(2, 9))
+    log[-1]["metrics"]["delta_fpr"] = float("nan")
+    algo = SimpleNamespace(config=SimpleNamespace(env_config={}), quarter_log=log)
+    assert Quarters().measure(algo, {}, {"sr": "delta_sr"}, {}) == {"sr": 0.1}
+    with pytest.raises(ValueError, match=r"^metric path 'abs_delta_fpr': nan is not finite$"):
+        Quarters().measure(algo, {}, {"sr": "delta_sr", "fpr": "abs_delta_fpr"}, {})
     observed = _log(range(2, 9))
     for row in observed:
         del row["metrics"]["profit"]

@@ -28,8 +28,10 @@ Shipped:
   actions, so ``episodes`` is unused. The paths name its outputs: ``cum_loss`` and
   ``cum_disparity`` (the per-step loss and squared disparity summed over the episode,
   mean over the states), ``mean_step_loss`` (the per-step loss, mean over steps and
-  states), ``final_q_mean`` (the final qualification rates' mean) and ``final_q_gap``
-  (the final abs(q0 - q1), mean over the states);
+  states), ``final_q_mean`` (the final qualification rates' mean), ``final_q_gap``
+  (the final abs(q0 - q1), mean over the states), ``final_q_min`` (the smallest final
+  q_k over the states and groups) and ``loss_first10`` (the per-step loss over the first
+  10 steps, mean over the states);
 * ``quarters``: Lee et al.'s lending strategies on ``fair/QuarterlyLending-v0``: the final
   quarter's gaps (signed and absolute) and the profits of the last complete training
   episode (:mod:`rllib_fair.reproduce.quarters`).
@@ -166,7 +168,10 @@ class ReplicatorInitialStates(Evaluator):
 
     NAME = "replicator_initial_states"
     #: What the paths may name.
-    OUTPUTS = ("cum_loss", "cum_disparity", "mean_step_loss", "final_q_mean", "final_q_gap")
+    OUTPUTS = (
+        *("cum_loss", "cum_disparity", "mean_step_loss", "final_q_mean", "final_q_gap"),
+        *("final_q_min", "loss_first10"),
+    )
 
     @classmethod
     def initial_states(cls, evaluation: dict) -> list[tuple[float, float]]:
@@ -236,6 +241,8 @@ class ReplicatorInitialStates(Evaluator):
             "mean_step_loss": float(out["loss"].mean()),
             "final_q_mean": float(q_final.mean()),
             "final_q_gap": float(np.abs(q_final[:, 0] - q_final[:, 1]).mean()),
+            "final_q_min": float(q_final.min()),
+            "loss_first10": float(out["loss"][:, :10].mean()),
         }
 
     def measure(self, algo, last_result: dict, paths: dict[str, str], evaluation: dict) -> dict:

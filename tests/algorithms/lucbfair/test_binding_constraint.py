@@ -11,7 +11,8 @@ Setting and protocol: :mod:`rllib_fair.algorithms.lucbfair.binding` (``fair/Repl
 defaults: loss 1 - tp, squared DP, ``threshold_range (-4, 4)``; H = 20; the shipped learned
 feature map; ridge 0.01, beta 0.1, alpha 5, xi 2, eta 0.05, b = 0.9 H = 18; episode k of
 seed s resets with ``seed=1000 s + k``). Numbers in ``docs/results/lucbfair.md``,
-"Binding constraint" (``python scripts/reproduce_yin2023.py --lucbfair-binding``).
+"Binding constraint"; the same experiment through RLlib: the plan ``lucbfair_binding``
+(``rllib-fair reproduce lucbfair_binding``).
 
 What each test asserts, per seed, over the last training episodes:
 

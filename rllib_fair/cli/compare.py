@@ -57,7 +57,8 @@ def write_pareto(folder: str | Path, last: int = 1, plots: bool = True) -> dict:
     return {"rows": rows, "front": front, "table": table, "files": [str(f) for f in files]}
 
 
-#: preference (the former Fig. 4 script, scripts/reproduce_sellf_table1.py).
+#: The columns read as the return and the gap of a row, in order of preference (those of
+#: the CSVs the former Fig. 4 and SELLF table scripts wrote).
 RETURN_COLUMNS = ("reward_per_step", "episode_return", "reward_mean", "return")
 GAP_COLUMNS = ("bias", "disparity_mean", "gap")
 

@@ -34,7 +34,12 @@ Shipped:
   10 steps, mean over the states);
 * ``quarters``: Lee et al.'s lending strategies on ``fair/QuarterlyLending-v0``: the final
   quarter's gaps (signed and absolute) and the profits of the last complete training
-  episode (:mod:`rllib_fair.reproduce.quarters`).
+  episode (:mod:`rllib_fair.reproduce.quarters`);
+* ``deployment``: SELLF's protocol: the final policy deployed for ``steps`` env steps on
+  each of ``seeds`` deployment seeds (actions sampled with ``explore: true``, greedy
+  otherwise); its outputs are ``disparity`` (the true disparity averaged over time),
+  ``reward``, ``final_gap`` and ``steps``, means over the deployment seeds
+  (:mod:`rllib_fair.reproduce.deployment_eval`).
 
 A metric that is missing or not finite is an error naming the path: a cell never writes
 a NaN.

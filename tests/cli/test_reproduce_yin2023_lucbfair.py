@@ -230,3 +230,18 @@ def test_binding_lucbfair_cell_gives_the_tuned_examples_numbers(ray_session):
     assert m["disparity"] == pytest.approx(0.103, abs=5e-4)
     assert m["Y"] == pytest.approx(0.44, abs=5e-3)
     assert len(row["curves"]["Y"]) == 50
+
+
+@pytest.mark.ray
+def test_fig2b_myopic_fair_cell_gives_the_former_scripts_numbers(ray_session):
+    """docs/results/yin2023_fig2b.md (the former script, seed 0): Myopic-Fair from the 16
+    states, cumulative loss 92.873 and squared QR disparity 0.156; it learns nothing, so
+    the plan's one iteration gives them. (The plan's L-UCBFair cells at 50,000 steps also
+    equal that table's 93.043 / 1.279: its saturated plan's argmax is accept-all; too long
+    for a test.)"""
+    from rllib_fair.cli.reproduce import run_cell
+
+    m = run_cell(load_plan("yin2023_fig2b"), Cell("myopic_fair", "replicator", 0))["metrics"]
+    assert m["cum_loss"] == pytest.approx(92.873, abs=5e-4)
+    assert m["cum_disparity"] == pytest.approx(0.156, abs=5e-4)
+    assert m["final_q_mean"] < 1e-4 and m["mean_step_loss"] == pytest.approx(0.929, abs=5e-4)

@@ -28,12 +28,25 @@ DEFAULT_POINTS = 100
 
 
 def _lookup(result: dict, path: str) -> float:
-    """The finite number at the dotted ``path``, or NaN when it is absent or not a number."""
+    """The finite number at the dotted ``path``, or NaN when it is absent or not a number.
+
+    A learner may log under a key that itself holds a ``/`` (``ppoc/lambda`` under
+    ``learners.default_policy``): at each level the longest run of the path's parts that
+    is one key there is taken, so ``learners.default_policy.ppoc.lambda`` finds it.
+    """
     node: Any = result
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
+    parts = path.split(".")
+    i = 0
+    while i < len(parts):
+        if not isinstance(node, dict):
             return math.nan
-        node = node[part]
+        for j in range(len(parts), i, -1):
+            key = "/".join(parts[i:j])
+            if key in node:
+                node, i = node[key], j
+                break
+        else:
+            return math.nan
     try:
         value = float(node)
     except (TypeError, ValueError):
@@ -140,11 +153,11 @@ def plot_curves(plan, rows: list[dict], path: Path) -> bool:
             if i == 0 and j == 0:
                 ax.legend(fontsize=6)
     fig.suptitle(
-        f"{plan.title}: training curves (mean over seeds, band: one standard error; "
-        "seeds in brackets)",
+        f"{plan.title}\ntraining curves: mean over seeds, band one standard error, "
+        "seeds in brackets",
         fontsize=9,
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return True

@@ -224,6 +224,10 @@ def test_curve_recorder_bins_exactly_and_counts_missing_values_as_missing():
     rec.add(40, {"x": {"a": 8.0, "b": "text"}})
     # 4 iterations in 2 bins of 2: last steps 20 and 40, means of the finite values
     assert rec.binned() == {"env_steps": [20, 40], "a": [2.0, 8.0], "b": [None, 7.0]}
+    # a learner key holding a "/" is found by the dotted path
+    slash = CurveRecorder({"lam": "learners.p.ppoc.lambda"}, points=1)
+    slash.add(7, {"learners": {"p": {"ppoc/lambda": 0.25}}})
+    assert slash.binned() == {"env_steps": [7], "lam": [0.25]}
     few = CurveRecorder({"a": "a"}, points=100)
     few.add(5, {"a": 1})
     assert few.binned() == {"env_steps": [5], "a": [1.0]}  # never more bins than iterations

@@ -47,6 +47,13 @@ class Deployment:
 
     NAME = "deployment"
 
+    @classmethod
+    def describe(cls, evaluation: dict) -> str:
+        """One line for the merged README: what this evaluator runs."""
+        steps, seeds = cls.size(evaluation)
+        actions = "sampled" if evaluation.get("explore") else "greedy"
+        return f"{steps:,} steps on each of {seeds} deployment seeds, {actions} actions"
+
     @staticmethod
     def size(evaluation: dict) -> tuple[int, int]:
         """The plan's deployment ``(steps, seeds)``, checked (defaults: the paper's)."""

@@ -85,6 +85,11 @@ class Evaluator:
 class FinalTraining(Evaluator):
     """Metrics of the last training result."""
 
+    @staticmethod
+    def describe(evaluation: dict) -> str:
+        """One line for the merged README: what this evaluator runs."""
+        return "the last training result (no separate evaluation)"
+
 
 class GreedyEpisodes(Evaluator):
     """The final policy on fresh episodes (RLlib's ``evaluate()`` on a local runner)."""
@@ -116,6 +121,11 @@ class GreedyEpisodes(Evaluator):
 
 class LendingDriftSampled(Evaluator):
     """Lear & Zhang's sampled-action deployment on the credit-drift lending env."""
+
+    @staticmethod
+    def describe(evaluation: dict) -> str:
+        """One line for the merged README: what this evaluator runs."""
+        return f"{evaluation['episodes']} fresh episodes, actions sampled from the policy"
 
     def measure(self, algo, last_result: dict, paths: dict[str, str], evaluation: dict) -> dict:
         """Runs the episodes in this process and reads the metrics from their means."""
@@ -172,6 +182,13 @@ class ReplicatorInitialStates(Evaluator):
     """
 
     NAME = "replicator_initial_states"
+
+    @classmethod
+    def describe(cls, evaluation: dict) -> str:
+        """One line for the merged README: what this evaluator runs."""
+        n = len(cls.initial_states(evaluation))
+        return f"greedy actions, one episode from each of {n} initial states"
+
     #: What the paths may name.
     OUTPUTS = (
         *("cum_loss", "cum_disparity", "mean_step_loss", "final_q_mean", "final_q_gap"),

@@ -220,12 +220,12 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
         f"- Cells finished: {merged.n_cells} of {len(plan.cells())} "
         f"(seeds {', '.join(map(str, seeds)) or '-'}); cells of another budget left out: "
         f"{merged.stale}.",
-        f"- Evaluation: `{plan.evaluation['evaluator']}`, {_evaluation_size(plan.evaluation)}, "
-        f"{'sampled' if plan.evaluation['explore'] else 'greedy'} actions.",
+        f"- Evaluation: `{plan.evaluation['evaluator']}`: {_protocol(plan.evaluation)}.",
         f"- CPU-hours spent: {merged.cpu_hours:.2f}; mean per cell "
-        f"{merged.mean_cell_hours * 60:.1f} min; projected wall time of the whole plan: "
-        f"{projected_wall_hours(plan, merged.mean_cell_hours, 16):.1f} h on 16 CPUs, "
-        f"{projected_wall_hours(plan, merged.mean_cell_hours, 64):.1f} h on 64 CPUs.",
+        f"{_duration(merged.mean_cell_hours)} (the cell's own training and evaluation, "
+        "without the trial's start); projected wall time of the whole plan: "
+        f"{_duration(projected_wall_hours(plan, merged.mean_cell_hours, 16))} on 16 CPUs, "
+        f"{_duration(projected_wall_hours(plan, merged.mean_cell_hours, 64))} on 64 CPUs.",
     ]
     if plan.curves:
         lines.append(
@@ -265,20 +265,42 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
                 what = "a - b" if claim.kind in ("less", "greater") else "mean"
                 parts.append(f"{setting}: {v.verdict} ({what} {v.interval.text()}; {v.test})")
             lines.append(
-                f"| {claim.text} (`{claim.id}`) | **{found['verdict']}** | {'; '.join(parts)} |"
+                f"| {_cell_text(claim.text)} (`{claim.id}`) | **{found['verdict']}** | "
+                f"{_cell_text('; '.join(parts))} |"
             )
         lines.append("")
     return "\n".join(lines)
 
 
-def _evaluation_size(evaluation: dict) -> str:
-    """How much the evaluator runs: deployment steps and seeds, else episodes."""
-    if evaluation["evaluator"] == "deployment":
-        from rllib_fair.reproduce.deployment_eval import Deployment
+def _protocol(evaluation: dict) -> str:
+    """What the plan's evaluator runs, in one line for the README.
 
-        steps, seeds = Deployment.size(evaluation)
-        return f"{steps:,} steps on each of {seeds} deployment seeds"
-    return f"{evaluation['episodes']} episodes"
+    The evaluator's own ``describe`` where it has one, else the episodes and whether
+    actions are sampled.
+    """
+    from rllib_fair.reproduce.evaluators import EVALUATORS
+
+    describe = getattr(EVALUATORS[evaluation["evaluator"]], "describe", None)
+    if describe is not None:
+        return describe(evaluation)
+    actions = "sampled" if evaluation["explore"] else "greedy"
+    return f"{evaluation['episodes']} episodes, {actions} actions"
+
+
+def _duration(hours: float) -> str:
+    """``hours`` as hours, minutes or seconds, whichever reads best (``-`` if unknown)."""
+    if not math.isfinite(hours):
+        return "-"
+    if hours >= 1.0:
+        return f"{hours:.1f} h"
+    if hours * 60 >= 1.0:
+        return f"{hours * 60:.1f} min"
+    return f"{hours * 3600:.1f} s"
+
+
+def _cell_text(text: str) -> str:
+    """``text`` safe inside a markdown table cell (a ``|`` would split the row)."""
+    return text.replace("|", "\\|")
 
 
 def _selection_lines(plan: Plan, merged: Merged) -> list[str]:
@@ -342,5 +364,6 @@ def _figure(plan: Plan, merged: Merged, path: Path) -> None:
             ax.set_title(f"{setting}: {metric}", fontsize=9)
     fig.suptitle(f"{plan.title} (o: ours, 95% interval; x: paper)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    # many panels (Lee et al.: 9 metrics x 18 settings) at a lower resolution
+    fig.savefig(path, dpi=110 if len(metrics) * len(settings) <= 24 else 50)
     plt.close(fig)

@@ -107,6 +107,14 @@ class Quarters:
 
     NAME = "quarters"
 
+    @staticmethod
+    def describe(evaluation: dict) -> str:
+        """One line for the merged README: what this evaluator runs."""
+        return (
+            "the last complete training episode (the quarters each strategy decides while "
+            "it learns, its own exploration included)"
+        )
+
     def configure(self, config, evaluation: dict):
         """Checks the algorithm (a lending strategy) and sets oracle label access."""
         from rllib_fair.algorithms.uncertainty.uncertainty import UncertaintyConfig

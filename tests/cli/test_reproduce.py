@@ -214,6 +214,23 @@ def test_merge_tables_verdicts_and_stale_cells(tmp_path):
     assert merge(tmp_path, plan, plots=False).claims["fairer"]["verdict"] == stats.FAILS
 
 
+def test_merged_readme_escapes_pipes_and_states_protocol_and_durations(tmp_path):
+    claims = [{"id": "p", "text": "abs |bias| small", "metric": "bias", "at_most": ["ppo", 1.0]}]
+    plan = parse_plan({**TINY, "claims": claims})
+    _write(tmp_path, plan, "ppo", 0, 0.1)
+    merge(tmp_path, plan, plots=False)
+    text = (tmp_path / "tiny" / "README.md").read_text()
+    row = next(line for line in text.splitlines() if "(`p`)" in line)
+    assert "abs \\|bias\\| small" in row and row.count(" | ") == 2  # three cells, not five
+    assert "- Evaluation: `greedy_episodes`: 2 episodes, greedy actions." in text
+    assert "mean per cell 6.0 min" in text  # 360 s
+    final = parse_plan(
+        {**TINY, "evaluation": {**TINY["evaluation"], "evaluator": "final_training"}}
+    )
+    merge(tmp_path / "f", final, plots=False)
+    assert "the last training result" in (tmp_path / "f" / "tiny" / "README.md").read_text()
+
+
 # ----------------------------------------------------------------------------- curves
 def test_curve_recorder_bins_exactly_and_counts_missing_values_as_missing():
     from rllib_fair.reproduce.curves import CurveRecorder

@@ -201,7 +201,7 @@ def test_merge_selects_by_alg_2_and_the_claims_use_the_chosen_point(tmp_path):
     text = (tmp_path / "gridded" / "README.md").read_text()
     assert "| fico | SELLF | beta_1=5, beta_2=1000000.0 | 0.049 | 130 | 3 | 4 of 4 |" in text
     assert "Rule `sellf` (omega 0.05)" in text
-    assert "`deployment`, 10,000 steps on each of 10 deployment seeds, greedy" in text
+    assert "`deployment`: 10,000 steps on each of 10 deployment seeds, greedy actions" in text
 
 
 def test_swapping_two_points_numbers_changes_the_selection_and_the_claims(tmp_path):

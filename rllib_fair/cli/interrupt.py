@@ -176,10 +176,14 @@ class RunGuard(tune.Callback):
             self._backup_state()
 
     def _backup_state(self) -> None:
-        """Copies Tune's experiment state aside each time Tune rewrote it."""
+        """Copies Tune's experiment and search states aside each time Tune rewrote them."""
         try:
-            found = sorted(Path(self.experiment).glob("experiment_state-*.json"))
-            stamp = (found[-1].name, found[-1].stat().st_mtime_ns) if found else None
+            found = sorted(
+                (f.name, f.stat().st_mtime_ns)
+                for f in Path(self.experiment).iterdir()
+                if f.name.endswith((".json", ".pkl")) and f.name[0] != "."
+            )
+            stamp = tuple(found) if found else None
         except OSError:
             return
         if stamp is not None and stamp != self._backup_at:

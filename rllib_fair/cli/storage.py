@@ -23,8 +23,10 @@ opcodes, not objects), so it runs before Ray starts.
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import hashlib
+import io
 import json
 import os
 import pickletools
@@ -267,76 +269,136 @@ def disk_full_message(storage: str | Path) -> str | None:
 
 #: The runner's copy of the newest experiment state that parsed.
 STATE_BACKUP = ".rllib-fair-experiment-state.json"
+#: The runner's copy of the newest search-algorithm state that parsed.
+SEARCH_BACKUP = ".rllib-fair-search-state.json"
+
+#: Tune's state files in an experiment folder: (what, glob, format, the runner's copy).
+#: Tune's search-algorithm states are pickles whatever their suffix (Ray 2.60 names:
+#: the basic variant generator, a wrapped searcher, the search generator).
+_STATE_FILES = (
+    ("experiment state", ("experiment_state-*.json",), "json", STATE_BACKUP),
+    (
+        "search-algorithm state",
+        ("basic-variant-state-*.json", "search_gen_state-*.json", "searcher-state-*.pkl"),
+        "pickle",
+        SEARCH_BACKUP,
+    ),
+)
 
 
-def _newest_state(experiment: Path) -> Path | None:
-    found = sorted(experiment.glob("experiment_state-*.json"))
+def _newest(experiment: Path, patterns: tuple[str, ...]) -> Path | None:
+    found = sorted(f for pattern in patterns for f in experiment.glob(pattern))
     return found[-1] if found else None
 
 
-def backup_experiment_state(experiment: str | Path) -> bool:
-    """Copies Tune's newest experiment state aside if it parses (atomically).
+def _newest_state(experiment: Path) -> Path | None:
+    return _newest(experiment, _STATE_FILES[0][1])
 
-    Tune rewrites ``experiment_state-<time>.json`` in place; a write cut by a full disk
-    or a kill leaves it truncated, and Tune then restarts every trial from iteration 1.
-    The copy lets :func:`repair_experiment_state` put the last whole one back.
-    Returns True if a copy was written.
+
+def _state_problem(path: Path, fmt: str) -> str | None:
+    """Why a Tune state file is not whole (its write was cut), or None."""
+    try:
+        if path.stat().st_size == 0:
+            return "empty"
+        if fmt == "json":
+            json.loads(path.read_text())
+            return None
+    except (OSError, ValueError) as e:
+        return type(e).__name__
+    return _pickle_problem(path)
+
+
+def backup_experiment_state(experiment: str | Path) -> bool:
+    """Copies Tune's newest experiment and search-algorithm states aside if whole.
+
+    Tune rewrites ``experiment_state-<time>.json`` and its search algorithm's state
+    (``basic-variant-state-<time>.json``, a pickle) in the storage path; a write cut
+    by a full disk or a kill leaves one truncated, and Tune then restarts every trial
+    from iteration 1 in a new trial folder. The copies (written atomically) let
+    :func:`repair_experiment_state` put the last whole ones back.
+
+    Returns:
+        True if a copy was written.
     """
     experiment = Path(experiment)
-    state = _newest_state(experiment)
-    if state is None:
-        return False
+    wrote = False
+    for _what, patterns, fmt, backup in _STATE_FILES:
+        state = _newest(experiment, patterns)
+        if state is None or _state_problem(state, fmt) is not None:
+            continue  # keep the previous copy
+        tmp = experiment / f"{backup}.{os.getpid()}.tmp"
+        try:
+            data = state.read_bytes()
+            if _state_problem(state, fmt) is not None:
+                continue
+            payload = {"file": state.name, "base64": base64.b64encode(data).decode("ascii")}
+            tmp.write_text(json.dumps(payload))
+            os.replace(tmp, experiment / backup)
+            wrote = True
+        except OSError:
+            tmp.unlink(missing_ok=True)
+    return wrote
+
+
+def _saved_copy(experiment: Path, backup: str, fmt: str) -> tuple[str, bytes] | None:
+    """The runner's copy of one state file (name, bytes), or None if it is not whole."""
     try:
-        text = state.read_text()
-        json.loads(text)
-    except (OSError, ValueError):
-        return False  # keep the previous copy
-    tmp = experiment / f"{STATE_BACKUP}.{os.getpid()}.tmp"
-    try:
-        tmp.write_text(json.dumps({"file": state.name, "text": text}))
-        os.replace(tmp, experiment / STATE_BACKUP)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        return False
-    return True
+        saved = json.loads((experiment / backup).read_text())
+        name, data = Path(saved["file"]).name, base64.b64decode(saved["base64"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not data:
+        return None
+    if fmt == "json":
+        try:
+            json.loads(data)
+        except ValueError:
+            return None
+    else:
+        try:
+            for _ in pickletools.genops(io.BytesIO(data)):
+                pass
+        except Exception:  # noqa: BLE001 - any parse failure means a damaged copy
+            return None
+    return name, data
 
 
 def repair_experiment_state(experiment: str | Path) -> str | None:
-    """Puts back the last whole experiment state when Tune's newest one is damaged.
+    """Puts back the last whole copy of each of Tune's state files that is damaged.
 
     Returns:
-        One line saying what was done, or None when the newest state parses.
+        One line saying what was done, or None when every newest state is whole.
 
     Raises:
-        StorageError: the state is damaged and there is no copy to put back.
+        StorageError: a state is damaged and there is no copy to put back.
     """
     experiment = Path(experiment)
-    state = _newest_state(experiment)
-    if state is None:
-        return None
-    try:
-        json.loads(state.read_text())
-        return None
-    except (OSError, ValueError) as e:
-        why = f"{type(e).__name__}"
-    backup = experiment / STATE_BACKUP
-    try:
-        saved = json.loads(backup.read_text())
-        json.loads(saved["text"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise StorageError(
-            f"--resume: Tune's experiment state {str(state)!r} is damaged ({why}: its write "
-            "was cut) and no whole copy exists, so Tune would restart every trial from "
-            "iteration 1; the trials' checkpoints are intact and `rllib-fair evaluate` "
-            "deploys them"
-        ) from None
-    os.replace(state, state.with_name(state.name + ".damaged"))
-    (experiment / saved["file"]).write_text(saved["text"])
-    return (
-        f"Tune's experiment state {state.name} was damaged ({why}: its write was cut); put "
-        f"back the last whole copy ({saved['file']}); the damaged file is kept as "
-        f"{state.name}.damaged"
-    )
+    notes = []
+    for what, patterns, fmt, backup in _STATE_FILES:
+        state = _newest(experiment, patterns)
+        if state is None:
+            continue
+        why = _state_problem(state, fmt)
+        if why is None:
+            continue
+        saved = _saved_copy(experiment, backup, fmt)
+        if saved is None:
+            raise StorageError(
+                f"--resume: Tune's {what} {str(state)!r} is damaged ({why}: its write was "
+                "cut) and no whole copy exists, so Tune would restart every trial from "
+                "iteration 1; the trials' checkpoints are intact and `rllib-fair evaluate` "
+                "deploys them"
+            )
+        name, data = saved
+        os.replace(state, state.with_name(state.name + ".damaged"))
+        tmp = experiment / f"{name}.{os.getpid()}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, experiment / name)
+        notes.append(
+            f"Tune's {what} {state.name} was damaged ({why}: its write was cut); put back "
+            f"the last whole copy ({name}); the damaged file is kept as {state.name}.damaged"
+        )
+    return "; ".join(notes) or None
 
 
 def drop_stale_decisions(experiment: str | Path) -> list[str]:

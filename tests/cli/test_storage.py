@@ -220,3 +220,30 @@ def test_cut_experiment_state_is_put_back_from_the_copy(tmp_path):
     (exp / name).write_text(whole[:20])
     with pytest.raises(StorageError, match="no whole copy exists"):
         storage.repair_experiment_state(exp)
+
+
+def test_cut_search_state_is_put_back_from_the_copy(tmp_path):
+    """A kill during Tune's copy of its search-algorithm state (a pickle named .json)
+    left it empty; Tune then failed to restore and started a second trial from zero."""
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    state = "experiment_state-2026-01-01_00-00-00.json"
+    search = "basic-variant-state-2026-01-01_00-00-00.json"
+    (exp / state).write_text(json.dumps({"trial_data": [], "runner_data": {}}))
+    whole = pickle.dumps({"_total_samples": 1, "_finished": True, "_uuid_prefix": "ab12_"})
+    (exp / search).write_bytes(whole)
+    assert storage.backup_experiment_state(exp)
+    for cut in (b"", whole[: len(whole) // 2]):
+        (exp / search).write_bytes(cut)
+        assert storage.backup_experiment_state(exp)  # the experiment state is whole
+        note = storage.repair_experiment_state(exp)
+        assert f"search-algorithm state {search} was damaged" in note
+        assert "experiment state" not in note.replace("search-algorithm state", "")
+        assert (exp / search).read_bytes() == whole
+        assert (exp / f"{search}.damaged").read_bytes() == cut
+        assert pickle.loads((exp / search).read_bytes())["_total_samples"] == 1
+    assert storage.repair_experiment_state(exp) is None
+    (exp / storage.SEARCH_BACKUP).unlink()
+    (exp / search).write_bytes(b"")
+    with pytest.raises(StorageError, match="search-algorithm state .* no whole copy exists"):
+        storage.repair_experiment_state(exp)

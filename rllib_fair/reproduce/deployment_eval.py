@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 
+from rllib_fair.reproduce.outputs import check_output_paths
+
 #: What the paths may name.
 OUTPUTS = ("disparity", "disparity_std", "reward", "reward_std", "final_gap", "steps")
 
@@ -75,12 +77,7 @@ class Deployment:
         """Deploys the final policy and reads the outputs' means over the seeds."""
         from rllib_fair.rllib.deployment import deploy_algorithm
 
-        for name, path in paths.items():
-            if path not in OUTPUTS:
-                raise ValueError(
-                    f"evaluation.metrics.{name}: {path!r} is invalid for {self.NAME}; valid: "
-                    + ", ".join(OUTPUTS)
-                )
+        check_output_paths(self.NAME, paths, OUTPUTS)
         steps, seeds = self.size(evaluation)
         _, summary = deploy_algorithm(
             algo,

@@ -51,6 +51,7 @@ import math
 from typing import Any
 
 from rllib_fair.reproduce.deployment_eval import Deployment
+from rllib_fair.reproduce.outputs import check_output_paths
 from rllib_fair.reproduce.quarters import Quarters
 
 
@@ -272,12 +273,7 @@ class ReplicatorInitialStates(Evaluator):
         from rllib_fair.algorithms.common.model_env import make_model_env
         from rllib_fair.algorithms.rtd3.evaluation import rllib_greedy_policy, rollouts
 
-        for name, path in paths.items():
-            if path not in self.OUTPUTS:
-                raise ValueError(
-                    f"evaluation.metrics.{name}: {path!r} is invalid for {self.NAME}; valid: "
-                    + ", ".join(self.OUTPUTS)
-                )
+        check_output_paths(self.NAME, paths, self.OUTPUTS)
         cfg = algo.config
         env = make_model_env(
             cfg.env, self.env_config(cfg, evaluation), user=f"the {self.NAME} evaluator"

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import math
 
+from rllib_fair.reproduce.outputs import check_output_paths
+
 #: The four signed gaps of the paper's App. B (and App. C's accuracy).
 GAPS = ("delta_sr", "delta_fpr", "delta_fnr", "delta_acc")
 #: What the plan's metric paths may name.
@@ -128,12 +130,7 @@ class Quarters:
 
     def measure(self, algo, last_result: dict, paths: dict[str, str], evaluation: dict) -> dict:
         """Reads the outputs from the last complete episode of ``algo.quarter_log``."""
-        for name, path in paths.items():
-            if path not in OUTPUTS:
-                raise ValueError(
-                    f"evaluation.metrics.{name}: {path!r} is invalid for {self.NAME}; valid: "
-                    + ", ".join(OUTPUTS)
-                )
+        check_output_paths(self.NAME, paths, OUTPUTS)
         num_partitions = int(dict(algo.config.env_config or {}).get("num_partitions", 8))
         summary = summarize(last_episode(algo.quarter_log, num_partitions))
         for path in paths.values():

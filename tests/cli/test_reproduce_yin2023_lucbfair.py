@@ -21,6 +21,7 @@ from rllib_fair.algorithms.rtd3.evaluation import GRID_STATES, rllib_greedy_poli
 from rllib_fair.envs.replicator import ReplicatorEnv
 from rllib_fair.reproduce.evaluators import EVALUATORS
 from rllib_fair.reproduce.plan import Cell, load_plan
+from tests.cli._td3 import untrained_td3
 
 torch.set_num_threads(1)
 
@@ -130,18 +131,7 @@ def test_the_uniform_method_draws_every_region_alike():
 @pytest.fixture(scope="module")
 def td3_algo(ray_session):
     """An untrained TD3 on the Fig. 2 (b) task (no training, local runner only)."""
-    from rllib_fair.algorithms.td3 import TD3Config
-
-    config = (
-        TD3Config()
-        .environment("fair/Replicator-v0", env_config=dict(TASK))
-        .env_runners(num_env_runners=0)
-        .rl_module(model_config={"fcnet_hiddens": [8]})
-        .debugging(seed=5)
-    )
-    algo = config.build_algo()
-    yield algo
-    algo.stop()
+    yield from untrained_td3(TASK, seed=5)
 
 
 @pytest.mark.ray

@@ -8,6 +8,7 @@ A plan is a YAML file (the shipped ones live in ``rllib_fair/reproduce/plans/``)
     budget: 1000000                         # env steps per cell
     paper_budget: 5000000                   # what the paper used (reported beside ours)
     budget_note: ...                        # why ours differs, when it does
+    extends: lucbfair_binding               # optional: another plan, these keys replacing its
     example: tuned_examples/{method}/{setting}-{method}.yaml
     methods:                                # method key -> label (and optional overrides)
       ppo: {label: G-PPO}
@@ -523,17 +524,49 @@ def shipped_plans() -> dict[str, Path]:
     return {p.stem: p for p in sorted(PLAN_DIR.glob("*.yaml"))}
 
 
-def load_plan(name_or_path: str | Path) -> Plan:
-    """A shipped plan by name, or a plan file by path (one-line :class:`PlanError`)."""
+def _read_plan_file(name_or_path: str | Path, key: str = "PLAN") -> tuple[Path, Any]:
     import yaml
 
     shipped = shipped_plans()
     path = shipped.get(str(name_or_path), Path(name_or_path))
     if not path.is_file():
-        raise _fail("PLAN", str(name_or_path), "a plan file or one of " + ", ".join(shipped))
+        raise _fail(key, str(name_or_path), "a plan file or one of " + ", ".join(shipped))
     try:
-        data = yaml.safe_load(path.read_text())
+        return path, yaml.safe_load(path.read_text())
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PlanError(f"PLAN: {str(path)!r} cannot be read: {first}") from None
-    return parse_plan(data, source=str(path))
+        raise PlanError(f"{key}: {str(path)!r} cannot be read: {first}") from None
+
+
+def load_plan(name_or_path: str | Path) -> Plan:
+    """A shipped plan by name, or a plan file by path (one-line :class:`PlanError`).
+
+    A plan with ``extends: <plan>`` (a shipped name, or a path relative to the plan's
+    own folder) is that plan with the extending file's top-level keys put in place of
+    the base's, whole (a ``settings`` given replaces the base's ``settings``); bases may
+    extend further plans, never in a cycle.
+    """
+    path, data = _read_plan_file(name_or_path)
+    seen = [path.resolve()]
+    while isinstance(data, dict) and "extends" in data:
+        base_name = data["extends"]
+        if not isinstance(base_name, str) or not base_name:
+            raise _fail("extends", base_name, "a shipped plan's name or a plan file's path")
+        if "name" not in data:
+            raise PlanError(
+                f"name: missing; a plan that extends {base_name!r} needs its own name (the "
+                "cells would land in the base plan's results folder)"
+            )
+        relative = path.parent / base_name
+        base_path, base = _read_plan_file(
+            base_name if base_name in shipped_plans() or not relative.is_file() else relative,
+            key="extends",
+        )
+        if base_path.resolve() in seen:
+            raise _fail("extends", base_name, "a plan that does not extend itself (a cycle)")
+        seen.append(base_path.resolve())
+        if not isinstance(base, dict):
+            raise _fail("extends", base_name, "a plan file holding a mapping")
+        data = {**base, **{k: v for k, v in data.items() if k != "extends"}}
+        path = base_path
+    return parse_plan(data, source=str(seen[0]))

@@ -133,6 +133,38 @@ def test_shipped_plans_load_and_name_existing_examples(name):
     assert len(plan.seeds) >= 5, "the campaign runs at least 5 seeds per cell"
 
 
+def test_extends_replaces_top_level_keys_and_refuses_cycles_and_a_shared_name(tmp_path):
+    base, k500 = load_plan("lucbfair_binding"), load_plan("lucbfair_binding_k500")
+    assert (k500.name, k500.budget, base.budget) == ("lucbfair_binding_k500", 10000, 3000)
+    assert k500.methods == base.methods and k500.claims == base.claims
+    assert k500.evaluation == base.evaluation and k500.seeds == base.seeds
+    smoothing = "metrics_num_episodes_for_smoothing"
+    assert base.settings["replicator"]["config"][smoothing] == 30
+    assert k500.settings["replicator"]["config"][smoothing] == 50
+    assert [c.id for c in k500.cells()] == [c.id for c in base.cells()]
+
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump({**TINY, "name": "base"}))
+    (tmp_path / "child.yaml").write_text(
+        yaml.safe_dump({"extends": "base.yaml", "name": "child", "budget": 7})
+    )
+    child = load_plan(tmp_path / "child.yaml")
+    assert (child.name, child.budget, child.seeds) == (
+        "child",
+        7,
+        load_plan(tmp_path / "base.yaml").seeds,
+    )
+    (tmp_path / "nameless.yaml").write_text(yaml.safe_dump({"extends": "base.yaml", "budget": 7}))
+    with pytest.raises(PlanError, match="^name: missing; a plan that extends 'base.yaml'"):
+        load_plan(tmp_path / "nameless.yaml")
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump({"extends": "b.yaml", "name": "a"}))
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump({"extends": "a.yaml", "name": "b"}))
+    with pytest.raises(PlanError, match="^extends: 'a.yaml' is invalid; valid: a plan that does"):
+        load_plan(tmp_path / "a.yaml")
+    (tmp_path / "lost.yaml").write_text(yaml.safe_dump({"extends": "nowhere", "name": "x"}))
+    with pytest.raises(PlanError, match="^extends: 'nowhere' is invalid; valid: a plan file"):
+        load_plan(tmp_path / "lost.yaml")
+
+
 # ----------------------------------------------------------------------------- statistics
 def test_mean_interval_exact():
     iv = stats.mean_interval([1.0, 2.0, 3.0])

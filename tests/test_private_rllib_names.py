@@ -16,7 +16,9 @@ This test keeps it that way. The rule, kept simple:
     non-RLlib bases (gymnasium's ``self._np_random``);
   - on any other object (``episode._last_added_observation``, ``pipe._device``):
     ``_x`` is one of RLlib's private names and no class of the same module defines it;
-  - ``from ray.rllib... import _x``.
+  - ``from ray.rllib... import _x``;
+  - a string key ``"_x"`` (``d["_x"]``, ``d.get("_x")``, ``.pop``, ``.setdefault``) that
+    RLlib itself uses as a key: its connectors' private ``shared_data`` entries.
 * **Allowed**: the hooks RLlib's own algorithms override or call
   (:data:`ALLOWED_HOOKS`), and the private methods RLlib marks
   ``@OverrideToImplementCustomLogic`` (its sign that subclasses may override them).
@@ -144,6 +146,38 @@ def rllib_private_names():
     return frozenset(names), per_class, frozenset(marked)
 
 
+_KEY_METHODS = {"get", "pop", "setdefault"}
+
+
+def _private_key(node: ast.AST) -> str | None:
+    """``"_x"`` where ``node`` reads or writes a dict under a private string key."""
+    key = None
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _KEY_METHODS
+        and node.args
+    ):
+        key = node.args[0]
+    if isinstance(key, ast.Constant) and isinstance(key.value, str) and _private(key.value):
+        return key.value
+    return None
+
+
+@lru_cache(maxsize=1)
+def rllib_private_keys() -> frozenset[str]:
+    """Private string keys RLlib's sources read or write (``shared_data["_x"]``)."""
+    keys = set()
+    for path in RLLIB_ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            key = _private_key(node)
+            if key is not None:
+                keys.add(key)
+    return frozenset(keys)
+
+
 @cache
 def _own_defined(cls: type) -> frozenset[str]:
     """Private names a non-RLlib class defines itself (its source, and its ``vars``)."""
@@ -204,6 +238,13 @@ class _Uses(ast.NodeVisitor):
     def __init__(self) -> None:
         self.stack: list[str] = []
         self.found: list[tuple[int, str, tuple | None]] = []
+        self.keys: list[tuple[int, str]] = []
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        key = _private_key(node)
+        if key is not None:
+            self.keys.append((node.lineno, key))
+        self.generic_visit(node)
 
     def _here(self):
         return tuple(self.stack) if self.stack else None
@@ -233,6 +274,9 @@ class _Uses(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
+        key = _private_key(node)
+        if key is not None:
+            self.keys.append((node.lineno, key))
         if (
             isinstance(node.func, ast.Name)
             and node.func.id in _ATTR_FUNCS
@@ -258,13 +302,14 @@ def violations_in(source: str, module_name: str) -> list[tuple[int, str]]:
     tree = ast.parse(source)
     visitor = _Uses()
     visitor.visit(tree)
+    keys = [(line, key) for line, key in visitor.keys if key in rllib_private_keys()]
     candidates = [
         (line, name, owner)
         for line, name, owner in visitor.found
         if name in names and name not in ALLOWED_HOOKS and name not in marked
     ]
     if not candidates:
-        return []
+        return keys
     module = importlib.import_module(module_name)
     defined_here = set()
     for node in ast.walk(tree):
@@ -280,7 +325,7 @@ def violations_in(source: str, module_name: str) -> list[tuple[int, str]]:
                 out.append((line, name))
         elif name not in defined_here:
             out.append((line, name))
-    return out
+    return sorted(out + keys)
 
 
 def package_modules_outside_accel() -> list[Path]:
@@ -297,6 +342,7 @@ def test_rllib_private_names_are_collected():
     assert {"_sample", "_ongoing_episodes", "_temp_losses"} <= names
     assert "_module" in per_class[("ray.rllib.core.learner.learner", "Learner")]
     assert "_make_modules_ddp_if_necessary" in marked
+    assert "_added_loss_mask_for_valid_episode_ts" in rllib_private_keys()
     assert not any(n.startswith("__") and n.endswith("__") for n in names)
 
 
@@ -349,6 +395,11 @@ class ProbeEnv:
 
     def step(self, episode):
         return episode._last_added_observation, self._ongoing_episodes
+
+
+def connector_piece(shared_data, mine):
+    mine["_own_key"] = shared_data.get("_added_loss_mask_for_valid_episode_ts")  # RLlib's key
+    return mine.get("_own_key")                # a private key RLlib never uses
 """
 
 
@@ -358,6 +409,7 @@ def test_rule_flags_rllib_privates_and_spares_own_names(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     found = violations_in(_PROBE, "rllib_fair_probe_mod")
     assert sorted(name for _, name in found) == [
+        "_added_loss_mask_for_valid_episode_ts",
         "_get_clip_function",
         "_last_added_observation",
         "_metrics_num_env_steps_sampled",

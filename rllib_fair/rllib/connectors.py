@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 
+from rllib_fair.accel.shared_data import bootstrap_step_added
 from rllib_fair.fairness.counts import NUM_FIELDS
 from rllib_fair.rllib import keys
 
@@ -103,7 +104,7 @@ class AddFairnessColumns(ConnectorV2):
         """Adds one pre-batched array per column and episode chunk (the fast path)."""
         # True when AddOneTsToEpisodesAndTruncate ran before us: the last step of every
         # chunk is then RLlib's artificial bootstrap step.
-        phantom = bool((shared_data or {}).get("_added_loss_mask_for_valid_episode_ts"))
+        phantom = bootstrap_step_added(shared_data)
         for sa_episode in self.single_agent_episode_iterator(
             episodes, agents_that_stepped_only=False
         ):

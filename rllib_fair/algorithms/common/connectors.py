@@ -15,6 +15,7 @@ import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.utils.annotations import override
 
+from rllib_fair.accel.shared_data import bootstrap_step_added
 from rllib_fair.algorithms.common.annotators import (
     INFO_QUAL_PS,
     INFO_QUAL_Q,
@@ -65,7 +66,7 @@ class AddQualificationColumns(ConnectorV2):
         **kwargs,
     ) -> Any:
         """One pre-batched array per column and episode chunk."""
-        phantom = bool((shared_data or {}).get("_added_loss_mask_for_valid_episode_ts"))
+        phantom = bootstrap_step_added(shared_data)
         for sa_episode in self.single_agent_episode_iterator(
             episodes, agents_that_stepped_only=False
         ):

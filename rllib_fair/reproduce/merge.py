@@ -75,6 +75,8 @@ class Merged:
     stale: int = 0
     cpu_hours: float = 0.0
     mean_cell_hours: float = float("nan")
+    #: ``{method: mean wall hours of its finished cells}``
+    method_hours: dict[str, float] = field(default_factory=dict)
     #: ``{(setting, method): Choice}`` for the methods with a grid
     selected: dict[tuple[str, str], Choice] = field(default_factory=dict)
 
@@ -172,13 +174,23 @@ def evaluate_claims(plan: Plan, rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def projected_wall_hours(plan: Plan, mean_cell_hours: float, cpus: int) -> float:
-    """Wall time of the whole plan on ``cpus`` CPUs: waves of parallel cells."""
-    if not math.isfinite(mean_cell_hours):
+def projected_wall_hours(plan: Plan, method_hours: dict[str, float], cpus: int) -> float:
+    """Wall time of the whole plan on ``cpus`` CPUs, cells run in the plan's order.
+
+    Each cell takes its method's mean (``method_hours``, from the finished cells; a
+    method with none takes the mean of the others) and starts on the first free slot
+    (``cpus // cell_cpus`` slots), as Tune runs them; the result is the last finish.
+    """
+    known = [h for h in method_hours.values() if math.isfinite(h)]
+    if not known:
         return float("nan")
-    parallel = max(1, int(cpus // plan.cell_cpus))
-    waves = math.ceil(len(plan.cells()) / parallel)
-    return waves * mean_cell_hours
+    stand_in = sum(known) / len(known)
+    slots = [0.0] * max(1, int(cpus // plan.cell_cpus))
+    for cell in plan.cells():
+        hours = method_hours.get(cell.method, float("nan"))
+        i = min(range(len(slots)), key=slots.__getitem__)
+        slots[i] += hours if math.isfinite(hours) else stand_in
+    return max(slots)
 
 
 def merge(out: Path, plan: Plan, *, plots: bool = True) -> Merged:
@@ -196,6 +208,10 @@ def merge(out: Path, plan: Plan, *, plots: bool = True) -> Merged:
     merged.cpu_hours = sum(float(r.get("cpu_hours", 0.0)) for r in every)
     if every:
         merged.mean_cell_hours = sum(float(r["wall_s"]) for r in every) / len(every) / 3600.0
+        for method in plan.methods:
+            walls = [float(r["wall_s"]) for r in every if r["cell"]["method"] == method]
+            if walls:
+                merged.method_hours[method] = sum(walls) / len(walls) / 3600.0
     folder = Path(out) / plan.name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "README.md").write_text(_markdown(plan, rows, merged))
@@ -204,6 +220,16 @@ def merge(out: Path, plan: Plan, *, plots: bool = True) -> Merged:
         if plan.curves:
             plot_curves(plan, rows, folder / f"{plan.name}_curves.png")
     return merged
+
+
+def _unmeasured(plan: Plan, merged: Merged) -> str:
+    missing = [plan.label(m) for m in plan.methods if m not in merged.method_hours]
+    if not missing or not merged.method_hours:
+        return ""
+    return (
+        f" ({', '.join(missing)}: no finished cell yet, counted at the other methods' mean, "
+        "so the projection is rough)"
+    )
 
 
 def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
@@ -223,9 +249,12 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
         f"- Evaluation: `{plan.evaluation['evaluator']}`: {_protocol(plan.evaluation)}.",
         f"- CPU-hours spent: {merged.cpu_hours:.2f}; mean per cell "
         f"{_duration(merged.mean_cell_hours)} (the cell's own training and evaluation, "
-        "without the trial's start); projected wall time of the whole plan: "
-        f"{_duration(projected_wall_hours(plan, merged.mean_cell_hours, 16))} on 16 CPUs, "
-        f"{_duration(projected_wall_hours(plan, merged.mean_cell_hours, 64))} on 64 CPUs.",
+        "without the trial's start); projected wall time of the whole plan (each cell at "
+        "its method's mean): "
+        f"{_duration(projected_wall_hours(plan, merged.method_hours, 16))} on 16 CPUs, "
+        f"{_duration(projected_wall_hours(plan, merged.method_hours, 64))} on 64 CPUs"
+        + _unmeasured(plan, merged)
+        + ".",
     ]
     if plan.curves:
         lines.append(

@@ -238,12 +238,32 @@ def test_merge_tables_verdicts_and_stale_cells(tmp_path):
     assert "| A-PPO | 0.045 ± " in text and "| 0.045 |" in text  # ours beside the paper's
     assert "**holds**" in text and "paired t-test over 3 shared seeds" in text
     # 6 cells, 2 CPUs of 1 cell each: 3 waves of 0.1 h
-    assert projected_wall_hours(plan, 0.1, 2) == pytest.approx(0.3)
+    assert merged.method_hours == pytest.approx({"ppo": 0.1, "pocar": 0.1})
+    assert projected_wall_hours(plan, merged.method_hours, 2) == pytest.approx(0.3)
+    # cells in plan order (seed by seed, ppo then pocar) on the first free slot, ppo
+    # 0.3 h and pocar 0.1 h: slots 0.3 | 0.1, 0.3 | 0.4, 0.7 | 0.4, 0.7 | 0.5 -> 0.7 h;
+    # on one slot, the sum, 1.2 h
+    assert projected_wall_hours(plan, {"ppo": 0.3, "pocar": 0.1}, 2) == pytest.approx(0.7)
+    assert projected_wall_hours(plan, {"ppo": 0.3, "pocar": 0.1}, 1) == pytest.approx(1.2)
+    # a method without cells counts at the others' mean, and the README says so
+    assert projected_wall_hours(plan, {"ppo": 0.3}, 1) == pytest.approx(1.8)
+    assert math.isnan(projected_wall_hours(plan, {}, 4))
     # swapping the methods' numbers flips the comparison
     for seed, (p, g) in enumerate([(0.04, 0.15), (0.05, 0.17), (0.045, 0.16)]):
         _write(tmp_path, plan, "pocar", seed, g)
         _write(tmp_path, plan, "ppo", seed, p)
     assert merge(tmp_path, plan, plots=False).claims["fairer"]["verdict"] == stats.FAILS
+
+
+def test_projection_says_when_a_method_has_no_finished_cell(tmp_path):
+    plan = parse_plan(TINY)
+    _write(tmp_path, plan, "ppo", 0, 0.1)
+    merge(tmp_path, plan, plots=False)
+    text = (tmp_path / "tiny" / "README.md").read_text()
+    assert "(A-PPO: no finished cell yet, counted at the other methods' mean" in text
+    _write(tmp_path, plan, "pocar", 0, 0.1)
+    merge(tmp_path, plan, plots=False)
+    assert "no finished cell yet" not in (tmp_path / "tiny" / "README.md").read_text()
 
 
 def test_merged_readme_escapes_pipes_and_states_protocol_and_durations(tmp_path):

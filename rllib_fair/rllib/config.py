@@ -67,7 +67,8 @@ class FairnessConfigMixin:
             applicant: ``info["label_observed"] == 0``) is removed from its info (label
             -1, its ``QUALIFIED`` count 0) together with the population's qualified
             mass, so no learner can read it; ``"oracle"``: learners see true labels.
-            None: the algorithm's default (``oracle_by_default``). Metrics are always
+            None: the algorithm's default (``oracle_by_default``, or the disparity
+            source's where ``label_access_follows_disparity_source``). Metrics are always
             computed from the true labels, before the removal.
         fairness_smoothing: constant added to every demand before taking a rate
             (POCAR's reference adds 1); 0 means exact rates with the zero-demand
@@ -100,6 +101,11 @@ class FairnessConfigMixin:
     #: Label access of the algorithm when ``fairness_label_access`` is None: False means
     #: the learner only sees the labels the decision-maker observes (selective labels).
     oracle_by_default: ClassVar[bool] = False
+
+    #: True where the default label access follows ``fairness_disparity_source`` instead:
+    #: oracle when the regularised disparity uses true labels ("true"), else observed
+    #: (POCAR and R-PPO: their per-step disparity is the only label use).
+    label_access_follows_disparity_source: ClassVar[bool] = False
 
     #: True for algorithms whose module outputs label predictions (SELLF's phi), which
     #: the ``"imputed"`` disparity source needs.
@@ -377,6 +383,8 @@ class FairnessConfigMixin:
         """``fairness_label_access`` or the algorithm's default."""
         if self.fairness_label_access is not None:
             return self.fairness_label_access
+        if self.label_access_follows_disparity_source:
+            return "oracle" if self.fairness_disparity_source == "true" else "observed"
         return "oracle" if self.oracle_by_default else "observed"
 
     def declares_annotator(self, kind: type) -> bool:

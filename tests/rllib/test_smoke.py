@@ -253,6 +253,11 @@ def test_label_access_defaults_per_algorithm():
     assert resolved("ELBERTPO") == "oracle"
     assert resolved("POCAR") == "oracle"  # true disparity: POCAR (Oracle)
     assert resolved("RPPO", label_access="observed") == "observed"
+    # POCAR and R-PPO: the default follows the disparity source; others ignore it
+    assert resolved("RPPO") == "oracle"
+    assert resolved("POCAR", disparity_source="accepted") == "observed"
+    assert resolved("RPPO", disparity_source="accepted") == "observed"
+    assert resolved("PPO", disparity_source="true") == "observed"
     cfg = get_config_class("PPO")().environment("fair/Lending-v0").fairness(label_access="all")
     with pytest.raises(ValueError, match="fairness_label_access: 'all' is invalid"):
         cfg.validate()

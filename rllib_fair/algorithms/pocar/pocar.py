@@ -63,11 +63,8 @@ class POCARConfig(FairPPOConfig):
         note="the env's reward; advantages regularised by Delta_t against omega (Eq. 28)",
     )
 
-    def resolved_label_access(self) -> str:
-        """Oracle when the regularised disparity uses true labels, else observed."""
-        if self.fairness_label_access is not None:
-            return self.fairness_label_access
-        return "oracle" if self.fairness_disparity_source == "true" else "observed"
+    #: Oracle label access when the regularised disparity uses true labels, else observed.
+    label_access_follows_disparity_source = True
 
     DECLARED_SETTINGS = (
         number("beta_0", "weight of PPO's advantage", 0),

@@ -50,11 +50,8 @@ class RPPOConfig(FairPPOConfig):
         note="the env's reward minus zeta_1 max(0, Delta_t - omega) per step (Eq. 27)",
     )
 
-    def resolved_label_access(self) -> str:
-        """Oracle when the regularised disparity uses true labels, else observed."""
-        if self.fairness_label_access is not None:
-            return self.fairness_label_access
-        return "oracle" if self.fairness_disparity_source == "true" else "observed"
+    #: Oracle label access when the regularised disparity uses true labels, else observed.
+    label_access_follows_disparity_source = True
 
     DECLARED_SETTINGS = (
         number("zeta_1", "weight of the disparity penalty on the reward", 0),

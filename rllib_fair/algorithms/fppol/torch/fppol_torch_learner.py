@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 
@@ -50,10 +49,7 @@ class FPPOLTorchLearner(UpdateMeanMetrics, FairPPOTorchLearner):
     @override(FairPPOTorchLearner)
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         """Replaces the minibatch's advantages, then computes PPO's loss (no KL)."""
-        mask = batch.get(Columns.LOSS_MASK)
-        if mask is None:
-            mask = torch.ones_like(batch[Postprocessing.ADVANTAGES], dtype=torch.bool)
-        mask = mask.bool()
+        mask = self.valid_mask(batch)
         batch = dict(batch)
         batch[Postprocessing.ADVANTAGES] = fppol_advantages(
             batch[Postprocessing.ADVANTAGES],

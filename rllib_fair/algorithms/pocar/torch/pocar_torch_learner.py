@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 
@@ -49,10 +48,7 @@ class POCARTorchLearner(FairPPOTorchLearner):
                 "POCAR: the train batch has no 'fair_disparity' column; keep "
                 "fairness_columns true and the FairnessMetricsCallback installed"
             )
-        mask = batch.get(Columns.LOSS_MASK)
-        if mask is None:
-            mask = torch.ones_like(batch[Postprocessing.ADVANTAGES], dtype=torch.bool)
-        mask = mask.bool()
+        mask = self.valid_mask(batch)
         new_adv = regularize_advantages(
             batch[Postprocessing.ADVANTAGES],
             batch[keys.COL_DISPARITY],

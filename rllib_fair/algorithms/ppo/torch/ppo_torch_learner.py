@@ -19,6 +19,8 @@ from typing import ClassVar
 
 import torch
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.core.columns import Columns
+from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 
 # ``minibatch_masked_mean`` is also what ELBERT-PO's extra value loss averages with.
@@ -69,6 +71,18 @@ class FairPPOTorchLearner(PPOTorchLearner):
             lr_or_lr_schedule=config.lr,
         )
         return None
+
+    @staticmethod
+    def valid_mask(batch) -> torch.Tensor:
+        """The minibatch's rows that count in the loss, as a bool tensor.
+
+        RLlib's loss mask (False on the bootstrap step appended to each episode chunk),
+        or every row of the advantages' shape where the batch has no mask.
+        """
+        mask = batch.get(Columns.LOSS_MASK)
+        if mask is None:
+            return torch.ones_like(batch[Postprocessing.ADVANTAGES], dtype=torch.bool)
+        return mask.bool()
 
     def last_value_log_due(self) -> bool:
         """Whether a ``window=1`` record made now can reach the update's result.

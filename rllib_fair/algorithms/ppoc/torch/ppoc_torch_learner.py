@@ -169,10 +169,7 @@ class PPOCTorchLearner(UpdateMeanMetrics, FairPPOTorchLearner):
     @override(FairPPOTorchLearner)
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         """PPO-KL's loss (clip + fixed KL + vf) plus Eq. 2's and Eq. 5's terms."""
-        mask = batch.get(Columns.LOSS_MASK)
-        if mask is None:
-            mask = torch.ones_like(batch[Postprocessing.ADVANTAGES], dtype=torch.bool)
-        mask = mask.bool()
+        mask = self.valid_mask(batch)
         if config.advantage_standardization == "minibatch":
             batch = dict(batch)
             batch[Postprocessing.ADVANTAGES] = _standardize_masked(

@@ -408,3 +408,21 @@ def test_sellf_learner_state_round_trips_and_continues_equally():
         assert torch.equal(mod_b.predictor.state_dict()[name], value), name
     for key, value in a._memory.arrays().items():
         np.testing.assert_array_equal(b._memory.arrays()[key], value)
+
+
+def test_accept_probability_is_the_policy_s_accept_probability():
+    """The current policy's P(accept | x) runs only the actor's encoder; it equals the
+    softmax of the module's own action logits (both encoders run there), bit for bit."""
+    from ray.rllib.core.columns import Columns
+
+    from rllib_fair.algorithms.sellf.connectors import ACCEPT, accept_probability
+
+    _, module = _bare_learner()
+    obs = torch.from_numpy(
+        np.random.default_rng(3).random((40, *module.observation_space.shape), np.float32)
+    )
+    with torch.no_grad():
+        got = accept_probability(module, None, obs)
+        logits = module.forward_train({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+    assert module.encoder.actor_encoder is not None  # the path without the critic ran
+    torch.testing.assert_close(got, torch.softmax(logits, -1)[:, ACCEPT], rtol=0, atol=0)

@@ -26,7 +26,11 @@ def accept_probability(module, snapshot, obs: torch.Tensor) -> torch.Tensor:
     """P(accept | x) under the module's current policy or a stored actor snapshot."""
     batch = {Columns.OBS: obs}
     if snapshot is None:
-        logits = module.pi(module.encoder(batch)[ENCODER_OUT]["actor"])
+        actor = getattr(module.encoder, "actor_encoder", None)  # the critic's is not needed
+        if actor is None:  # one encoder shared by actor and critic
+            logits = module.pi(module.encoder(batch)[ENCODER_OUT]["actor"])
+        else:
+            logits = module.pi(actor(batch)[ENCODER_OUT])
     else:
         encoder, pi = snapshot
         logits = pi(encoder(batch)[ENCODER_OUT])

@@ -18,6 +18,8 @@ code returns, bit for bit (the equality tests are named in each module):
   steps without per-parameter checks;
 * :mod:`~rllib_fair.accel.internal_kv`: the Ray key-value store that carries env errors
   from env runners to the driver.
+* :mod:`~rllib_fair.accel.shared_data`: RLlib's private connector ``shared_data`` key
+  for the appended bootstrap step (read on every Ray version, not behind the gate).
 
 **One switch.** ``config.accel(enabled=...)`` (the ``use_accel`` setting, default True)
 turns the whole layer on or off; ``config.accel(sampling=..., learner=...)`` (the

@@ -17,8 +17,12 @@ This test keeps it that way. The rule, kept simple:
   - on any other object (``episode._last_added_observation``, ``pipe._device``):
     ``_x`` is one of RLlib's private names and no class of the same module defines it;
   - ``from ray.rllib... import _x``;
-  - a string key ``"_x"`` (``d["_x"]``, ``d.get("_x")``, ``.pop``, ``.setdefault``) that
-    RLlib itself uses as a key: its connectors' private ``shared_data`` entries.
+  - a string ``"_x"`` that RLlib itself uses as a dict key (its connectors' private
+    ``shared_data`` entries): RLlib's keys are the private string constants its sources
+    put in ``d["_x"]``, ``d.get/.pop/.setdefault("_x")``, or bind to a module- or
+    class-level name that they use as such a key; on our side every string constant
+    equal to one counts, wherever it stands (a key, a name bound to it, an ``in`` test).
+    A key RLlib builds at run time (an f-string, a concatenation) is not seen.
 * **Allowed**: the hooks RLlib's own algorithms override or call
   (:data:`ALLOWED_HOOKS`), and the private methods RLlib marks
   ``@OverrideToImplementCustomLogic`` (its sign that subclasses may override them).
@@ -149,32 +153,55 @@ def rllib_private_names():
 _KEY_METHODS = {"get", "pop", "setdefault"}
 
 
-def _private_key(node: ast.AST) -> str | None:
-    """``"_x"`` where ``node`` reads or writes a dict under a private string key."""
-    key = None
+def _key_node(node: ast.AST) -> ast.AST | None:
+    """The key expression where ``node`` reads or writes a dict (``d[k]``, ``d.get(k)``)."""
     if isinstance(node, ast.Subscript):
-        key = node.slice
-    elif (
+        return node.slice
+    if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in _KEY_METHODS
         and node.args
     ):
-        key = node.args[0]
-    if isinstance(key, ast.Constant) and isinstance(key.value, str) and _private(key.value):
-        return key.value
+        return node.args[0]
     return None
+
+
+def _private_str(node: ast.AST | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and _private(node.value):
+        return node.value
+    return None
+
+
+def _bound_private_strings(tree: ast.Module) -> dict[str, str]:
+    """Module- and class-level ``NAME = "_x"`` bindings of a module."""
+    out = {}
+    bodies = [tree.body] + [n.body for n in tree.body if isinstance(n, ast.ClassDef)]
+    for body in bodies:
+        for item in body:
+            if isinstance(item, ast.Assign) and _private_str(item.value):
+                for target in item.targets:
+                    if isinstance(target, ast.Name):
+                        out[target.id] = item.value.value
+    return out
 
 
 @lru_cache(maxsize=1)
 def rllib_private_keys() -> frozenset[str]:
-    """Private string keys RLlib's sources read or write (``shared_data["_x"]``)."""
+    """Private string keys RLlib's sources read or write (``shared_data["_x"]``), as a
+    literal or through a name bound to one (``KEY = "_x"``; ``d[KEY]``, ``d[cls.KEY]``)."""
     keys = set()
     for path in RLLIB_ROOT.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            key = _private_key(node)
-            if key is not None:
-                keys.add(key)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bound = _bound_private_strings(tree)
+        for node in ast.walk(tree):
+            key = _key_node(node)
+            if _private_str(key):
+                keys.add(key.value)
+            elif isinstance(key, ast.Name) and key.id in bound:
+                keys.add(bound[key.id])
+            elif isinstance(key, ast.Attribute) and key.attr in bound:
+                keys.add(bound[key.attr])
     return frozenset(keys)
 
 
@@ -240,11 +267,10 @@ class _Uses(ast.NodeVisitor):
         self.found: list[tuple[int, str, tuple | None]] = []
         self.keys: list[tuple[int, str]] = []
 
-    def visit_Subscript(self, node: ast.Subscript) -> None:
-        key = _private_key(node)
+    def visit_Constant(self, node: ast.Constant) -> None:
+        key = _private_str(node)
         if key is not None:
             self.keys.append((node.lineno, key))
-        self.generic_visit(node)
 
     def _here(self):
         return tuple(self.stack) if self.stack else None
@@ -274,9 +300,6 @@ class _Uses(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
-        key = _private_key(node)
-        if key is not None:
-            self.keys.append((node.lineno, key))
         if (
             isinstance(node.func, ast.Name)
             and node.func.id in _ATTR_FUNCS
@@ -397,8 +420,13 @@ class ProbeEnv:
         return episode._last_added_observation, self._ongoing_episodes
 
 
+FLAG = "_added_loss_mask_for_valid_episode_ts"  # RLlib's key, bound to a name
+
+
 def connector_piece(shared_data, mine):
     mine["_own_key"] = shared_data.get("_added_loss_mask_for_valid_episode_ts")  # RLlib's key
+    if "_added_loss_mask_for_valid_episode_ts" in shared_data or FLAG in mine:  # an in test
+        pass
     return mine.get("_own_key")                # a private key RLlib never uses
 """
 
@@ -409,7 +437,9 @@ def test_rule_flags_rllib_privates_and_spares_own_names(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     found = violations_in(_PROBE, "rllib_fair_probe_mod")
     assert sorted(name for _, name in found) == [
-        "_added_loss_mask_for_valid_episode_ts",
+        "_added_loss_mask_for_valid_episode_ts",  # the name binding
+        "_added_loss_mask_for_valid_episode_ts",  # the .get
+        "_added_loss_mask_for_valid_episode_ts",  # the in test
         "_get_clip_function",
         "_last_added_observation",
         "_metrics_num_env_steps_sampled",

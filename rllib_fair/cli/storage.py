@@ -87,15 +87,20 @@ def write_manifest(checkpoint: str | Path, training_iteration: int | None = None
     return folder / MANIFEST
 
 
-def _pickle_problem(path: Path) -> str | None:
-    """Why a pickle file is not a whole pickle (truncated or garbled), or None."""
+def _pickle_stream_problem(stream) -> str | None:
+    """Why a pickle stream is not a whole pickle (read as opcodes up to STOP), or None."""
     try:
-        with open(path, "rb") as f:
-            for _ in pickletools.genops(f):
-                pass
+        for _ in pickletools.genops(stream):
+            pass
     except Exception as e:  # noqa: BLE001 - any parse failure means a damaged file
         return f"not a complete pickle ({type(e).__name__}: {str(e).splitlines()[0][:80]})"
     return None
+
+
+def _pickle_problem(path: Path) -> str | None:
+    """Why a pickle file is not a whole pickle (truncated or garbled), or None."""
+    with open(path, "rb") as f:
+        return _pickle_stream_problem(f)
 
 
 def file_problem(path: Path) -> str | None:
@@ -267,138 +272,267 @@ def disk_full_message(storage: str | Path) -> str | None:
 
 # -- Tune's experiment state ----------------------------------------------------------
 
-#: The runner's copy of the newest experiment state that parsed.
-STATE_BACKUP = ".rllib-fair-experiment-state.json"
-#: The runner's copy of the newest search-algorithm state that parsed.
-SEARCH_BACKUP = ".rllib-fair-search-state.json"
+#: The runner's paired copy of Tune's newest experiment state and search-algorithm
+#: states, taken together whenever every one of them was whole.
+STATE_BACKUP = ".rllib-fair-state.json"
 
-#: Tune's state files in an experiment folder: (what, glob, format, the runner's copy).
-#: Tune's search-algorithm states are pickles whatever their suffix (Ray 2.60 names:
-#: the basic variant generator, a wrapped searcher, the search generator).
-_STATE_FILES = (
-    ("experiment state", ("experiment_state-*.json",), "json", STATE_BACKUP),
-    (
-        "search-algorithm state",
-        ("basic-variant-state-*.json", "search_gen_state-*.json", "searcher-state-*.pkl"),
-        "pickle",
-        SEARCH_BACKUP,
-    ),
-)
+#: Tune's experiment state in an experiment folder.
+_EXPERIMENT_PATTERN = "experiment_state-*.json"
+#: Tune's search-algorithm states: pickles whatever their suffix (Ray 2.60 names: the
+#: basic variant generator, the search generator and the searcher it wraps; an Optuna
+#: or HyperOpt sweep writes the last two side by side).
+_SEARCH_PATTERNS = ("basic-variant-state-*.json", "search_gen_state-*.json", "searcher-state-*.pkl")
 
 
-def _newest(experiment: Path, patterns: tuple[str, ...]) -> Path | None:
-    found = sorted(f for pattern in patterns for f in experiment.glob(pattern))
+def _newest(experiment: Path, pattern: str) -> Path | None:
+    found = sorted(experiment.glob(pattern))
     return found[-1] if found else None
 
 
 def _newest_state(experiment: Path) -> Path | None:
-    return _newest(experiment, _STATE_FILES[0][1])
+    return _newest(experiment, _EXPERIMENT_PATTERN)
 
 
-def _state_problem(path: Path, fmt: str) -> str | None:
-    """Why a Tune state file is not whole (its write was cut), or None."""
-    try:
-        if path.stat().st_size == 0:
-            return "empty"
-        if fmt == "json":
-            json.loads(path.read_text())
-            return None
-    except (OSError, ValueError) as e:
-        return type(e).__name__
-    return _pickle_problem(path)
-
-
-def backup_experiment_state(experiment: str | Path) -> bool:
-    """Copies Tune's newest experiment and search-algorithm states aside if whole.
-
-    Tune rewrites ``experiment_state-<time>.json`` and its search algorithm's state
-    (``basic-variant-state-<time>.json``, a pickle) in the storage path; a write cut
-    by a full disk or a kill leaves one truncated, and Tune then restarts every trial
-    from iteration 1 in a new trial folder. The copies (written atomically) let
-    :func:`repair_experiment_state` put the last whole ones back.
-
-    Returns:
-        True if a copy was written.
-    """
-    experiment = Path(experiment)
-    wrote = False
-    for _what, patterns, fmt, backup in _STATE_FILES:
-        state = _newest(experiment, patterns)
-        if state is None or _state_problem(state, fmt) is not None:
-            continue  # keep the previous copy
-        tmp = experiment / f"{backup}.{os.getpid()}.tmp"
-        try:
-            data = state.read_bytes()
-            if _state_problem(state, fmt) is not None:
-                continue
-            payload = {"file": state.name, "base64": base64.b64encode(data).decode("ascii")}
-            tmp.write_text(json.dumps(payload))
-            os.replace(tmp, experiment / backup)
-            wrote = True
-        except OSError:
-            tmp.unlink(missing_ok=True)
-    return wrote
-
-
-def _saved_copy(experiment: Path, backup: str, fmt: str) -> tuple[str, bytes] | None:
-    """The runner's copy of one state file (name, bytes), or None if it is not whole."""
-    try:
-        saved = json.loads((experiment / backup).read_text())
-        name, data = Path(saved["file"]).name, base64.b64decode(saved["base64"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+def _bytes_problem(data: bytes, fmt: str) -> str | None:
+    """Why the bytes of a Tune state file are not whole (a cut write), or None."""
     if not data:
-        return None
+        return "empty"
     if fmt == "json":
         try:
             json.loads(data)
-        except ValueError:
-            return None
-    else:
+        except ValueError as e:
+            return type(e).__name__
+        return None
+    return _pickle_stream_problem(io.BytesIO(data))
+
+
+@dataclass
+class _StateFile:
+    """One of Tune's state files as read now: its pattern, path, bytes and problem."""
+
+    pattern: str
+    path: Path
+    data: bytes
+    problem: str | None
+
+    @property
+    def what(self) -> str:
+        return (
+            "experiment state"
+            if self.pattern == _EXPERIMENT_PATTERN
+            else ("search-algorithm state")
+        )
+
+
+def _read_states(experiment: Path) -> list[_StateFile]:
+    """The newest experiment state and the newest file of each search pattern, read once."""
+    found = []
+    for pattern in (_EXPERIMENT_PATTERN, *_SEARCH_PATTERNS):
+        path = _newest(experiment, pattern)
+        if path is None:
+            continue
+        fmt = "json" if pattern == _EXPERIMENT_PATTERN else "pickle"
         try:
-            for _ in pickletools.genops(io.BytesIO(data)):
-                pass
-        except Exception:  # noqa: BLE001 - any parse failure means a damaged copy
-            return None
-    return name, data
+            data = path.read_bytes()
+        except OSError as e:
+            found.append(_StateFile(pattern, path, b"", f"unreadable ({type(e).__name__})"))
+            continue
+        found.append(_StateFile(pattern, path, data, _bytes_problem(data, fmt)))
+    return found
+
+
+def _trial_logdirs(experiment_state: bytes) -> set[str] | None:
+    """The trial folders an experiment state names (Tune's ``relative_logdir``), or None.
+
+    None when the format is not the one Ray Tune 2.60 writes (then nothing is compared).
+    """
+    try:
+        rows = json.loads(experiment_state)["trial_data"]
+        return {str(json.loads(row[0])["relative_logdir"]) for row in rows}
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
+def backup_experiment_state(experiment: str | Path) -> bool:
+    """Copies Tune's newest experiment state and search-algorithm states aside, as a pair.
+
+    Tune rewrites ``experiment_state-<time>.json`` and its search algorithm's state
+    (``basic-variant-state-<time>.json``, or ``search_gen_state-*``/``searcher-state-*``
+    for a searcher; pickles) in the storage path. A write cut by a full disk or a kill
+    leaves one truncated: Tune then restarts every trial from iteration 1 (experiment
+    state) or gives up its restore and starts a second trial from iteration 1 (search
+    state). The copy holds the bytes that were read and checked here, all files in one
+    atomically written file, and only when every one of them was whole: the two kinds
+    put back by :func:`repair_experiment_state` always come from the same moment.
+
+    Returns:
+        True if a copy was written (False keeps the previous copy).
+    """
+    experiment = Path(experiment)
+    states = _read_states(experiment)
+    if not states or states[0].pattern != _EXPERIMENT_PATTERN:
+        return False
+    if any(s.problem for s in states):
+        return False  # keep the previous whole pair
+    payload = {
+        "files": [
+            {
+                "pattern": s.pattern,
+                "file": s.path.name,
+                "sha256": hashlib.sha256(s.data).hexdigest(),
+                "base64": base64.b64encode(s.data).decode("ascii"),
+            }
+            for s in states
+        ]
+    }
+    tmp = experiment / f"{STATE_BACKUP}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps(payload))
+        os.replace(tmp, experiment / STATE_BACKUP)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def _saved_pair(experiment: Path) -> dict[str, tuple[str, bytes]] | None:
+    """The runner's paired copy: pattern -> (file name, bytes), or None if not whole."""
+    try:
+        saved = json.loads((experiment / STATE_BACKUP).read_text())
+        pair = {}
+        for entry in saved["files"]:
+            data = base64.b64decode(entry["base64"])
+            if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+                return None
+            pattern = str(entry["pattern"])
+            fmt = "json" if pattern == _EXPERIMENT_PATTERN else "pickle"
+            if pattern not in (_EXPERIMENT_PATTERN, *_SEARCH_PATTERNS) or _bytes_problem(data, fmt):
+                return None
+            pair[pattern] = (Path(entry["file"]).name, data)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pair if _EXPERIMENT_PATTERN in pair else None
+
+
+def _put_back(path: Path, data: bytes, keep_as: str) -> None:
+    """Replaces a state file with the copy's bytes; the old bytes are kept beside it.
+
+    The copy is written to a temporary file first and swapped in with one rename, so a
+    kill at any point leaves either the old file or the copy in place, never neither.
+    """
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    try:
+        old = path.read_bytes()
+    except OSError:
+        old = b""
+    path.with_name(path.name + keep_as).write_bytes(old)
+    os.replace(tmp, path)
 
 
 def repair_experiment_state(experiment: str | Path) -> str | None:
-    """Puts back the last whole copy of each of Tune's state files that is damaged.
+    """Puts back the runner's paired copy when one of Tune's state files is damaged.
+
+    * Only search-algorithm states damaged, and the experiment state names the same
+      trials as the copy's: the damaged search states are put back (the copy's search
+      state generated exactly these trials), and the newer experiment state stays.
+    * The experiment state damaged: the pair is put back, the search states too where
+      they differ from the copy's (an experiment state and a search state from
+      different moments could generate a trial twice or never run one).
+
+    Nothing is changed, and :class:`StorageError` is raised, when the copy predates a
+    trial: putting it back would make Tune generate that trial a second time.
 
     Returns:
         One line saying what was done, or None when every newest state is whole.
 
     Raises:
-        StorageError: a state is damaged and there is no copy to put back.
+        StorageError: a state is damaged and no whole copy matches the trials on disk.
     """
     experiment = Path(experiment)
-    notes = []
-    for what, patterns, fmt, backup in _STATE_FILES:
-        state = _newest(experiment, patterns)
-        if state is None:
-            continue
-        why = _state_problem(state, fmt)
-        if why is None:
-            continue
-        saved = _saved_copy(experiment, backup, fmt)
-        if saved is None:
-            raise StorageError(
-                f"--resume: Tune's {what} {str(state)!r} is damaged ({why}: its write was "
-                "cut) and no whole copy exists, so Tune would restart every trial from "
-                "iteration 1; the trials' checkpoints are intact and `rllib-fair evaluate` "
-                "deploys them"
-            )
-        name, data = saved
-        os.replace(state, state.with_name(state.name + ".damaged"))
-        tmp = experiment / f"{name}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, experiment / name)
-        notes.append(
-            f"Tune's {what} {state.name} was damaged ({why}: its write was cut); put back "
-            f"the last whole copy ({name}); the damaged file is kept as {state.name}.damaged"
+    states = _read_states(experiment)
+    damaged = [s for s in states if s.problem]
+    if not damaged:
+        return None
+    first = damaged[0]
+    pair = _saved_pair(experiment)
+    if pair is None:
+        consequence = (
+            "Tune would restart every trial from iteration 1"
+            if first.pattern == _EXPERIMENT_PATTERN
+            else "Tune would give up its restore and start a second trial from iteration 1"
         )
-    return "; ".join(notes) or None
+        raise StorageError(
+            f"--resume: Tune's {first.what} {str(first.path)!r} is damaged ({first.problem}: "
+            f"its write was cut) and no whole copy exists, so {consequence}; the trials' "
+            "checkpoints are intact and `rllib-fair evaluate` deploys them"
+        )
+    current = {s.pattern: s for s in states}
+    saved_logdirs = _trial_logdirs(pair[_EXPERIMENT_PATTERN][1])
+    experiment_state = current.get(_EXPERIMENT_PATTERN)
+    if experiment_state is not None and experiment_state.problem is None:
+        # only search states are damaged: the copy's search states fit this experiment
+        # state if both name the same trials
+        now = _trial_logdirs(experiment_state.data)
+        same = (
+            now == saved_logdirs
+            if now is not None and saved_logdirs is not None
+            else experiment_state.data == pair[_EXPERIMENT_PATTERN][1]
+        )
+        if not same:
+            newer = sorted((now or set()) - (saved_logdirs or set()))
+            raise StorageError(
+                f"--resume: Tune's {first.what} {str(first.path)!r} is damaged "
+                f"({first.problem}: its write was cut) and the runner's last whole copy "
+                f"predates trial(s) {', '.join(newer) or '(unknown)'}, so Tune would "
+                "generate them a second time; start the sweep again without --resume "
+                "(finished trials keep their folders and checkpoints)"
+            )
+        todo = [(s, "damaged") for s in damaged]
+    else:
+        if saved_logdirs is not None:
+            on_disk = {p.name for p in trial_folders(experiment)}
+            newer = sorted(on_disk - saved_logdirs)
+            if newer:
+                raise StorageError(
+                    f"--resume: Tune's {first.what} {str(first.path)!r} is damaged "
+                    f"({first.problem}: its write was cut) and the runner's last whole "
+                    f"copy predates trial folder(s) {', '.join(newer)}, so Tune would run "
+                    "them a second time; start the sweep again without --resume (finished "
+                    "trials keep their folders and checkpoints)"
+                )
+        todo = []
+        for pattern, (_name, data) in pair.items():
+            s = current.get(pattern)
+            if s is not None and s.problem:
+                todo.append((s, "damaged"))
+            elif s is not None and s.data != data:
+                todo.append((s, "rolled back"))
+    for s, _why in todo:
+        if s.pattern not in pair:
+            raise StorageError(
+                f"--resume: Tune's {s.what} {str(s.path)!r} is damaged ({s.problem}: its "
+                "write was cut) and the runner's last whole copy holds none of its kind; "
+                "start the sweep again without --resume"
+            )
+    notes = []
+    for s, why in todo:
+        name, data = pair[s.pattern]
+        if why == "damaged":
+            _put_back(s.path, data, ".damaged")
+            notes.append(
+                f"Tune's {s.what} {s.path.name} was damaged ({s.problem}: its write was "
+                f"cut); put back the last whole copy ({name}); the damaged file is kept as "
+                f"{s.path.name}.damaged"
+            )
+        else:
+            _put_back(s.path, data, ".replaced")
+            notes.append(
+                f"Tune's {s.what} {s.path.name} is rolled back to the copy taken with that "
+                f"experiment state ({name}), so the two agree; the newer file is kept as "
+                f"{s.path.name}.replaced"
+            )
+    return "; ".join(notes)
 
 
 def drop_stale_decisions(experiment: str | Path) -> list[str]:

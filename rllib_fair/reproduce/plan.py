@@ -541,13 +541,16 @@ def _read_plan_file(name_or_path: str | Path, key: str = "PLAN") -> tuple[Path, 
 def load_plan(name_or_path: str | Path) -> Plan:
     """A shipped plan by name, or a plan file by path (one-line :class:`PlanError`).
 
-    A plan with ``extends: <plan>`` (a shipped name, or a path relative to the plan's
-    own folder) is that plan with the extending file's top-level keys put in place of
-    the base's, whole (a ``settings`` given replaces the base's ``settings``); bases may
-    extend further plans, never in a cycle.
+    A plan with ``extends: <plan>`` (a shipped name, or a file path: relative to the
+    extending plan's own folder, or absolute; never to the current directory) is that
+    plan with the extending file's top-level keys put in place of the base's, whole (a
+    ``settings`` given replaces the base's ``settings``); bases may extend further
+    plans, never in a cycle. An extending plan has a ``name`` of its own, different from
+    every base's (its cells would otherwise overwrite the base's results).
     """
     path, data = _read_plan_file(name_or_path)
     seen = [path.resolve()]
+    base_names = []
     while isinstance(data, dict) and "extends" in data:
         base_name = data["extends"]
         if not isinstance(base_name, str) or not base_name:
@@ -557,16 +560,33 @@ def load_plan(name_or_path: str | Path) -> Plan:
                 f"name: missing; a plan that extends {base_name!r} needs its own name (the "
                 "cells would land in the base plan's results folder)"
             )
-        relative = path.parent / base_name
-        base_path, base = _read_plan_file(
-            base_name if base_name in shipped_plans() or not relative.is_file() else relative,
-            key="extends",
-        )
+        shipped = shipped_plans()
+        if base_name in shipped:
+            base_path, base = _read_plan_file(base_name, key="extends")
+        else:
+            candidate = path.parent / base_name  # an absolute base_name stays absolute
+            if not candidate.is_file():
+                raise _fail(
+                    "extends",
+                    base_name,
+                    f"a plan file relative to {str(path.parent)!r} or one of " + ", ".join(shipped),
+                )
+            base_path, base = _read_plan_file(candidate, key="extends")
         if base_path.resolve() in seen:
             raise _fail("extends", base_name, "a plan that does not extend itself (a cycle)")
         seen.append(base_path.resolve())
         if not isinstance(base, dict):
             raise _fail("extends", base_name, "a plan file holding a mapping")
+        if "name" in base:
+            base_names.append(str(base["name"]))
         data = {**base, **{k: v for k, v in data.items() if k != "extends"}}
         path = base_path
+    if isinstance(data, dict) and str(data.get("name")) in base_names:
+        raise _fail(
+            "name",
+            data["name"],
+            "a name other than its base plans' ("
+            + ", ".join(base_names)
+            + "): the cells would overwrite theirs",
+        )
     return parse_plan(data, source=str(seen[0]))

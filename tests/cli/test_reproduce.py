@@ -133,7 +133,9 @@ def test_shipped_plans_load_and_name_existing_examples(name):
     assert len(plan.seeds) >= 5, "the campaign runs at least 5 seeds per cell"
 
 
-def test_extends_replaces_top_level_keys_and_refuses_cycles_and_a_shared_name(tmp_path):
+def test_extends_replaces_top_level_keys_and_refuses_cycles_and_a_shared_name(
+    tmp_path, monkeypatch
+):
     base, k500 = load_plan("lucbfair_binding"), load_plan("lucbfair_binding_k500")
     assert (k500.name, k500.budget, base.budget) == ("lucbfair_binding_k500", 10000, 3000)
     assert k500.methods == base.methods and k500.claims == base.claims
@@ -163,6 +165,26 @@ def test_extends_replaces_top_level_keys_and_refuses_cycles_and_a_shared_name(tm
     (tmp_path / "lost.yaml").write_text(yaml.safe_dump({"extends": "nowhere", "name": "x"}))
     with pytest.raises(PlanError, match="^extends: 'nowhere' is invalid; valid: a plan file"):
         load_plan(tmp_path / "lost.yaml")
+    # a name shared with any base would overwrite that base's cells
+    (tmp_path / "same.yaml").write_text(yaml.safe_dump({"extends": "base.yaml", "name": "base"}))
+    (tmp_path / "grand.yaml").write_text(yaml.safe_dump({"extends": "child.yaml", "name": "base"}))
+    for file in ("same.yaml", "grand.yaml"):
+        with pytest.raises(PlanError, match=r"^name: 'base' is invalid; valid: a name other than"):
+            load_plan(tmp_path / file)
+    # a base path is relative to the extending plan's folder (or absolute), never to the
+    # current directory
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "orphan.yaml").write_text(
+        yaml.safe_dump({"extends": "base.yaml", "name": "orphan"})
+    )
+    monkeypatch.chdir(tmp_path)  # base.yaml is here, not beside orphan.yaml
+    with pytest.raises(PlanError, match="^extends: 'base.yaml' is invalid; valid: a plan file"):
+        load_plan(elsewhere / "orphan.yaml")
+    (elsewhere / "orphan.yaml").write_text(
+        yaml.safe_dump({"extends": str(tmp_path / "base.yaml"), "name": "orphan"})
+    )
+    assert load_plan(elsewhere / "orphan.yaml").budget == load_plan(tmp_path / "base.yaml").budget
 
 
 # ----------------------------------------------------------------------------- statistics

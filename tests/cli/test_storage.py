@@ -202,48 +202,179 @@ def test_stale_decisions_in_tune_state_are_cleared(tmp_path):
     assert storage.drop_stale_decisions(exp) == []
 
 
-def test_cut_experiment_state_is_put_back_from_the_copy(tmp_path):
+def _experiment_state(*logdirs: str) -> str:
+    """An experiment state in Ray Tune 2.60's layout naming these trial folders."""
+    rows = [[json.dumps({"trial_id": d[-5:], "relative_logdir": d}), "{}"] for d in logdirs]
+    return json.dumps({"trial_data": rows, "runner_data": {}, "stats": {}})
+
+
+STATE = "experiment_state-2026-01-01_00-00-00.json"
+VARIANTS = "basic-variant-state-2026-01-01_00-00-00.json"
+
+
+def _sweep(tmp_path, *logdirs: str):
+    """An experiment folder with an experiment state, a search state and trial folders."""
     exp = tmp_path / "exp"
     exp.mkdir()
-    name = "experiment_state-2026-01-01_00-00-00.json"
-    whole = json.dumps({"trial_data": [["x", "y"]], "runner_data": {}})
-    (exp / name).write_text(whole)
+    for d in logdirs:
+        (exp / d).mkdir()
+        (exp / d / "params.json").write_text("{}")
+    (exp / STATE).write_text(_experiment_state(*logdirs))
+    search = pickle.dumps({"_total_samples": len(logdirs), "_uuid_prefix": "ab12_"})
+    (exp / VARIANTS).write_bytes(search)
+    return exp, search
+
+
+def test_cut_experiment_state_is_put_back_from_the_copy(tmp_path):
+    exp, _ = _sweep(tmp_path, "t_00000")
+    whole = (exp / STATE).read_text()
     assert storage.backup_experiment_state(exp)
-    (exp / name).write_text(whole[:20])  # the write a full disk cut
-    assert not storage.backup_experiment_state(exp)  # the copy keeps the whole one
+    (exp / STATE).write_text(whole[:20])  # the write a full disk cut
+    assert not storage.backup_experiment_state(exp)  # the copy keeps the whole pair
     note = storage.repair_experiment_state(exp)
+    assert f"experiment state {STATE} was damaged" in note
     assert "put back the last whole copy" in note
-    assert (exp / name).read_text() == whole
-    assert (exp / f"{name}.damaged").read_text() == whole[:20]
+    assert "search-algorithm" not in note  # the search state equals the copy's
+    assert (exp / STATE).read_text() == whole
+    assert (exp / f"{STATE}.damaged").read_text() == whole[:20]
     assert storage.repair_experiment_state(exp) is None
     (exp / storage.STATE_BACKUP).unlink()
-    (exp / name).write_text(whole[:20])
-    with pytest.raises(StorageError, match="no whole copy exists"):
+    (exp / STATE).write_text(whole[:20])
+    with pytest.raises(
+        StorageError,
+        match=r"experiment state .* no whole copy exists, so Tune would restart every trial",
+    ):
         storage.repair_experiment_state(exp)
 
 
 def test_cut_search_state_is_put_back_from_the_copy(tmp_path):
     """A kill during Tune's copy of its search-algorithm state (a pickle named .json)
     left it empty; Tune then failed to restore and started a second trial from zero."""
-    exp = tmp_path / "exp"
-    exp.mkdir()
-    state = "experiment_state-2026-01-01_00-00-00.json"
-    search = "basic-variant-state-2026-01-01_00-00-00.json"
-    (exp / state).write_text(json.dumps({"trial_data": [], "runner_data": {}}))
-    whole = pickle.dumps({"_total_samples": 1, "_finished": True, "_uuid_prefix": "ab12_"})
-    (exp / search).write_bytes(whole)
+    exp, whole = _sweep(tmp_path, "t_00000")
+    state = (exp / STATE).read_text()
     assert storage.backup_experiment_state(exp)
     for cut in (b"", whole[: len(whole) // 2]):
-        (exp / search).write_bytes(cut)
-        assert storage.backup_experiment_state(exp)  # the experiment state is whole
+        (exp / VARIANTS).write_bytes(cut)
+        assert not storage.backup_experiment_state(exp)  # a pair with a cut file is not kept
         note = storage.repair_experiment_state(exp)
-        assert f"search-algorithm state {search} was damaged" in note
+        assert f"search-algorithm state {VARIANTS} was damaged" in note
         assert "experiment state" not in note.replace("search-algorithm state", "")
-        assert (exp / search).read_bytes() == whole
-        assert (exp / f"{search}.damaged").read_bytes() == cut
-        assert pickle.loads((exp / search).read_bytes())["_total_samples"] == 1
+        assert (exp / VARIANTS).read_bytes() == whole
+        assert (exp / f"{VARIANTS}.damaged").read_bytes() == cut
+        assert pickle.loads((exp / VARIANTS).read_bytes())["_total_samples"] == 1
+    assert (exp / STATE).read_text() == state
     assert storage.repair_experiment_state(exp) is None
-    (exp / storage.SEARCH_BACKUP).unlink()
-    (exp / search).write_bytes(b"")
-    with pytest.raises(StorageError, match="search-algorithm state .* no whole copy exists"):
+    (exp / storage.STATE_BACKUP).unlink()
+    (exp / VARIANTS).write_bytes(b"")
+    with pytest.raises(
+        StorageError,
+        match="search-algorithm state .* no whole copy exists, so Tune would give up its "
+        "restore and start a second trial from iteration 1",
+    ):
         storage.repair_experiment_state(exp)
+
+
+def test_a_newer_experiment_state_with_the_same_trials_keeps_its_progress(tmp_path):
+    """The experiment state changes every step (results, checkpoint paths); the copy's
+    search state still fits it while the trials are the same."""
+    exp, whole = _sweep(tmp_path, "t_00000")
+    assert storage.backup_experiment_state(exp)
+    newer = json.loads((exp / STATE).read_text())
+    newer["runner_data"] = {"_iteration": 99}
+    (exp / STATE).write_text(json.dumps(newer))
+    (exp / VARIANTS).write_bytes(b"")
+    note = storage.repair_experiment_state(exp)
+    assert "search-algorithm state" in note and "rolled back" not in note
+    assert json.loads((exp / STATE).read_text())["runner_data"] == {"_iteration": 99}
+    assert (exp / VARIANTS).read_bytes() == whole
+
+
+def test_a_copy_that_predates_a_trial_is_refused(tmp_path):
+    """A sweep added a trial after the last copy: putting the copy's search state back
+    would generate that trial again, so nothing is changed and the user is told."""
+    exp, _ = _sweep(tmp_path, "t_00000")
+    assert storage.backup_experiment_state(exp)
+    (exp / "t_00001").mkdir()
+    (exp / "t_00001" / "params.json").write_text("{}")
+    (exp / STATE).write_text(_experiment_state("t_00000", "t_00001"))
+    (exp / VARIANTS).write_bytes(b"")
+    with pytest.raises(StorageError, match=r"predates trial\(s\) t_00001, so Tune would generate"):
+        storage.repair_experiment_state(exp)
+    assert (exp / VARIANTS).read_bytes() == b""  # nothing changed
+    # the experiment state cut instead: its trials are unknown, the folders on disk tell
+    (exp / VARIANTS).write_bytes(pickle.dumps({"_total_samples": 2}))
+    (exp / STATE).write_text("{")
+    with pytest.raises(StorageError, match=r"predates trial folder\(s\) t_00001"):
+        storage.repair_experiment_state(exp)
+    assert (exp / STATE).read_text() == "{"
+
+
+def test_a_cut_experiment_state_rolls_the_search_state_back_with_it(tmp_path):
+    """The experiment state is put back from the copy: a search state that moved on
+    since (same trials) is rolled back too, so the two agree."""
+    exp, whole = _sweep(tmp_path, "t_00000")
+    assert storage.backup_experiment_state(exp)
+    moved_on = pickle.dumps({"_total_samples": 1, "_finished": True})
+    (exp / VARIANTS).write_bytes(moved_on)
+    (exp / STATE).write_text("")
+    note = storage.repair_experiment_state(exp)
+    assert f"experiment state {STATE} was damaged" in note
+    assert f"search-algorithm state {VARIANTS} is rolled back" in note
+    assert (exp / VARIANTS).read_bytes() == whole
+    assert (exp / f"{VARIANTS}.replaced").read_bytes() == moved_on
+
+
+def test_every_search_state_of_a_searcher_is_kept(tmp_path):
+    """An Optuna or HyperOpt sweep writes the search generator's and the searcher's
+    states side by side: each gets its copy and each is put back."""
+    exp, _ = _sweep(tmp_path, "t_00000")
+    (exp / VARIANTS).unlink()
+    gen = "search_gen_state-2026-01-01_00-00-00.json"
+    searcher = "searcher-state-2026-01-01_00-00-00.pkl"
+    files = {gen: pickle.dumps({"gen": 1}), searcher: pickle.dumps({"optuna": [1, 2]})}
+    for name, data in files.items():
+        (exp / name).write_bytes(data)
+    assert storage.backup_experiment_state(exp)
+    for name in files:
+        (exp / name).write_bytes(b"\x80")
+    note = storage.repair_experiment_state(exp)
+    for name, data in files.items():
+        assert f"search-algorithm state {name} was damaged" in note
+        assert (exp / name).read_bytes() == data
+
+
+def test_the_copy_checks_the_bytes_it_saves(tmp_path, monkeypatch):
+    """Tune may rewrite a file between two reads: the copy validates what it read."""
+    exp, whole = _sweep(tmp_path, "t_00000")
+    assert storage.backup_experiment_state(exp)
+    read = storage.Path.read_bytes
+
+    def cut_while_read(self):
+        data = read(self)
+        return data[: len(data) // 2] if self.name == VARIANTS else data
+
+    monkeypatch.setattr(storage.Path, "read_bytes", cut_while_read)
+    assert not storage.backup_experiment_state(exp)  # the whole file on disk is not enough
+    monkeypatch.undo()
+    (exp / VARIANTS).write_bytes(b"")
+    storage.repair_experiment_state(exp)
+    assert (exp / VARIANTS).read_bytes() == whole
+
+
+def test_a_kill_during_the_repair_leaves_a_state_file(tmp_path, monkeypatch):
+    """The copy is written beside the damaged file and swapped in with one rename: a
+    kill before the rename leaves the damaged file where Tune looks for it."""
+    exp, whole = _sweep(tmp_path, "t_00000")
+    assert storage.backup_experiment_state(exp)
+    (exp / VARIANTS).write_bytes(b"")
+
+    def killed(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(storage.os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        storage.repair_experiment_state(exp)
+    assert (exp / VARIANTS).exists()
+    monkeypatch.undo()
+    storage.repair_experiment_state(exp)
+    assert (exp / VARIANTS).read_bytes() == whole

@@ -63,6 +63,8 @@ from ray.rllib.utils.metrics import (
     WEIGHTS_SEQ_NO,
 )
 
+from rllib_fair.accel.flat_adam import FlatAdam
+
 #: Reductions whose value after a reduce is the last pushed value when ``window=1``.
 _LAST_VALUE_REDUCES = ("mean", "min", "max", "sum")
 
@@ -220,6 +222,8 @@ class LeanLearnerMixin:
     #: PPO's loss as :func:`~rllib_fair.accel.ppo_loss.lean_ppo_loss` (read by the
     #: PPO family's learner).
     accel_loss = True
+    #: ``optimizer_impl: foreach`` builds :class:`~rllib_fair.accel.flat_adam.FlatAdam`.
+    accel_flat_adam = True
 
     _lean_active: bool = False
     _lean_last_minibatch: bool = True
@@ -462,7 +466,9 @@ def _idle_torch_optimizer(optimizer) -> bool:
     Its ``step()`` would change nothing then (torch's optimizers skip parameters without
     a gradient and keep no per-step state outside them), so it is skipped.
     """
-    if not type(optimizer).__module__.startswith("torch.optim"):
+    if not (
+        isinstance(optimizer, FlatAdam) or type(optimizer).__module__.startswith("torch.optim")
+    ):
         return False
     return all(p.grad is None for group in optimizer.param_groups for p in group["params"])
 

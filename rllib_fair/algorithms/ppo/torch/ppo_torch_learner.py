@@ -5,8 +5,10 @@ F-PPO-L's) subclasses :class:`FairPPOTorchLearner`. What it adds to RLlib's
 ``PPOTorchLearner``:
 
 * ``optimizer_impl`` (:class:`~rllib_fair.algorithms.ppo.ppo.FairPPOConfig`): Adam as
-  torch's multi-tensor kernel (``"foreach"``, bit-identical to RLlib's on CPU), the
-  fused kernel or RLlib's own construction; ``adam_epsilon`` where a config has one;
+  torch's multi-tensor kernel (``"foreach"``, bit-identical to RLlib's on CPU; with the
+  speed layer on, :class:`~rllib_fair.accel.flat_adam.FlatAdam`, the same numbers on one
+  buffer per parameter group), the fused kernel or RLlib's own construction;
+  ``adam_epsilon`` where a config has one;
 * the speed layer's hooks: with the layer on, the config's ``learner_class`` is this
   class behind :class:`~rllib_fair.accel.learner.LeanLearnerMixin` (:attr:`ACCEL_MIXIN`),
   which sets :attr:`accel_loss` (PPO's loss as :func:`~rllib_fair.accel.ppo_loss.lean_ppo_loss`)
@@ -45,6 +47,9 @@ class FairPPOTorchLearner(PPOTorchLearner):
     #: True in the speed layer's learner: Discrete-action modules get
     #: :func:`~rllib_fair.accel.ppo_loss.lean_ppo_loss` (RLlib's loss, same tensors).
     accel_loss: ClassVar[bool] = False
+    #: True in the speed layer's learner: ``optimizer_impl: foreach`` builds
+    #: :class:`~rllib_fair.accel.flat_adam.FlatAdam` (the same numbers, on one buffer).
+    accel_flat_adam: ClassVar[bool] = False
 
     def make_adam(self, params, **kwargs) -> torch.optim.Adam:
         """``torch.optim.Adam(params, **kwargs)`` in the configured ``optimizer_impl``.
@@ -52,6 +57,10 @@ class FairPPOTorchLearner(PPOTorchLearner):
         For learners that build their own Adam (another epsilon, a second optimiser).
         """
         impl = getattr(self.config, "optimizer_impl", "rllib")
+        if impl == "foreach" and self.accel_flat_adam:
+            from rllib_fair.accel.flat_adam import FlatAdam
+
+            return FlatAdam(params, **kwargs)
         if impl != "rllib":
             kwargs[impl] = True
         return torch.optim.Adam(params, **kwargs)

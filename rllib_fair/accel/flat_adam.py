@@ -38,7 +38,9 @@ __all__ = ["FlatAdam"]
 class _FlatGroup:
     """One param group's buffers: parameters, moments and step counters, and its sizes."""
 
-    def __init__(self, params: list[torch.Tensor], state: dict, step: float) -> None:
+    def __init__(self, group: dict, state: dict, step: float) -> None:
+        params = group["params"]
+        self.options = _options(group)
         device, dtype = params[0].device, params[0].dtype
         sizes = [p.numel() for p in params]
         total = sum(sizes)
@@ -67,11 +69,32 @@ class _FlatGroup:
             offset += n
         self.step = step
         self.pointers = [p.data_ptr() for p in params]
-        self.grad_views = None
 
-    def intact(self, params: list[torch.Tensor]) -> bool:
-        """Whether the parameters are still the views this group made."""
-        return params is self.params and [p.data_ptr() for p in params] == self.pointers
+    def ready(self, group: dict) -> bool:
+        """Whether this step can run on the buffers.
+
+        The parameters are still their views, every one has a gradient and the group's
+        options did not change.
+        """
+        params = group["params"]
+        return (
+            params is self.params
+            and _options(group) == self.options
+            and [p.data_ptr() for p in params] == self.pointers
+            and all(p.grad is not None for p in params)
+        )
+
+
+def _options(group: dict) -> tuple:
+    """The group options that decide whether the flat path applies."""
+    return tuple(group.get(k) for k in _OPTION_KEYS) + (
+        type(group["lr"]),
+        type(group["betas"][0]),
+        type(group["betas"][1]),
+    )
+
+
+_OPTION_KEYS = ("amsgrad", "maximize", "capturable", "differentiable", "fused", "weight_decay")
 
 
 def _supported(group: dict) -> bool:
@@ -127,6 +150,19 @@ class FlatAdam(torch.optim.Adam):
         if hasattr(self, "_flat"):
             self._flat.append(None)
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Torch's ``zero_grad``; ``set_to_none`` (RLlib's call) as a plain loop.
+
+        Torch's version also opens a profiler range on every call, which costs more
+        than the loop itself at this size.
+        """
+        if not set_to_none:
+            super().zero_grad(set_to_none=False)
+            return
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = None
+
     @torch.no_grad()
     def step(self, closure=None):
         """One Adam step; see the module docs for when torch's own step runs instead."""
@@ -135,20 +171,23 @@ class FlatAdam(torch.optim.Adam):
             with torch.enable_grad():
                 loss = closure()
         groups = self.param_groups
-        if all(p.grad is None for g in groups for p in g["params"]):
-            return loss  # torch's step changes nothing then (no state, no counter moves)
-        if len(self._flat) != len(groups) or not all(_supported(g) for g in groups):
-            self._flat = [None] * len(groups)
-            super().step()
-            return loss
-        for i, group in enumerate(groups):
-            flat = self._flat[i]
-            if flat is None or not flat.intact(group["params"]):
-                flat = self._flat[i] = self._build(group)
-                if flat is None:  # the step counters differ: torch's step keeps them
-                    self._flat = [None] * len(groups)
-                    super().step()
-                    return loss
+        flats = self._flat
+        if len(flats) != len(groups) or not all(
+            f is not None and f.ready(g) for f, g in zip(flats, groups)
+        ):
+            if all(p.grad is None for g in groups for p in g["params"]):
+                return loss  # torch's step changes nothing then (no state, no counter moves)
+            flats = self._flat = [None] * len(groups)
+            if not all(_supported(g) for g in groups):
+                super().step()
+                return loss
+            for i, group in enumerate(groups):
+                flats[i] = self._build(group)
+            if not all(flats):  # the step counters differ: torch's step keeps them
+                self._flat = [None] * len(groups)
+                super().step()
+                return loss
+        for group, flat in zip(groups, flats):
             self._step_group(group, flat)
         return loss
 
@@ -158,7 +197,7 @@ class FlatAdam(torch.optim.Adam):
         steps = {float(state[p]["step"]) if "step" in state.get(p, {}) else 0.0 for p in params}
         if len(steps) != 1:
             return None
-        return _FlatGroup(params, self.state, steps.pop())
+        return _FlatGroup(group, self.state, steps.pop())
 
     @staticmethod
     def _step_group(group: dict, flat: _FlatGroup) -> None:

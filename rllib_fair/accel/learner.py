@@ -404,6 +404,50 @@ class LeanLearnerMixin:
             )
 
     # -- gradients ------------------------------------------------------------------
+    @override(Learner)
+    def postprocess_gradients(self, gradients_dict):
+        """RLlib's gradient postprocessing (clipping, the global-norm record), one pass.
+
+        RLlib's ``postprocess_gradients`` filters the gradients by optimiser twice per
+        minibatch (once per module, again per optimiser inside
+        ``postprocess_gradients_for_module``); here each optimiser's gradients are
+        picked once, in its parameter order, and clipped by the same function with the
+        same record. RLlib's methods run outside the lean loop, with ``log_gradients``,
+        or when a subclass overrides ``postprocess_gradients_for_module``.
+        """
+        if (
+            not self._lean_active
+            or type(self).postprocess_gradients_for_module
+            is not Learner.postprocess_gradients_for_module
+        ):
+            return super().postprocess_gradients(gradients_dict)
+        module_ids = list(self.module.keys())
+        configs = [self.config.get_config_for_module(m) for m in module_ids]
+        if any(c.log_gradients for c in configs):
+            return super().postprocess_gradients(gradients_dict)
+        out = {}
+        for module_id, config in zip(module_ids, configs):
+            for name, optimizer in self.get_optimizers_for_module(module_id):
+                grads = {}
+                for ref in self._optimizer_parameters[optimizer]:
+                    grad = gradients_dict.get(ref)
+                    if grad is not None:
+                        grads[ref] = grad
+                if config.grad_clip is None:
+                    out.update(grads)
+                elif config.grad_clip:  # RLlib passes no gradient on for a clip of 0
+                    norm = self._get_clip_function()(
+                        grads, grad_clip=config.grad_clip, grad_clip_by=config.grad_clip_by
+                    )
+                    if config.grad_clip_by == "global_norm":
+                        self.metrics.log_value(
+                            key=(module_id, f"gradients_{name}_global_norm"),
+                            value=norm,
+                            window=1,
+                        )
+                    out.update(grads)
+        return out
+
     @override(TorchLearner)
     def _get_clip_function(self):
         if not self._lean_active:
@@ -420,13 +464,18 @@ class LeanLearnerMixin:
         grads = [g for g in gradients_dict.values() if g is not None]
         if grad_clip is None or grad_clip_by != "global_norm" or not grads:
             return clip_gradients(gradients_dict, grad_clip=grad_clip, grad_clip_by=grad_clip_by)
-        norms = torch.stack(torch._foreach_norm([g.detach() for g in grads], 2.0))
-        self._lean_grads_finite = bool(torch.isfinite(norms).all())
+        if any(g.requires_grad for g in grads):  # a higher-order backward's gradients
+            grads = [g.detach() for g in grads]
+        norms = torch.stack(torch._foreach_norm(grads, 2.0))
+        finite = self._lean_grads_finite = bool(torch.isfinite(norms).all())
         big = 10e8
-        total = torch.norm(norms.nan_to_num(neginf=-big, posinf=big), 2.0)
+        if not finite:  # nan_to_num changes nothing in finite norms
+            norms = norms.nan_to_num(neginf=-big, posinf=big)
+        # torch.norm(x, 2.0) over all elements is this call
+        total = torch.linalg.vector_norm(norms, 2.0)
         total = total.nan_to_num(neginf=-big, posinf=big)
         coeff = torch.clamp(grad_clip / torch.clamp(total + 1e-6, min=grad_clip), max=1.0)
-        torch._foreach_mul_([g.detach() for g in grads], coeff)
+        torch._foreach_mul_(grads, coeff)
         return total
 
     @override(TorchLearner)

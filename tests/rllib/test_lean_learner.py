@@ -94,7 +94,15 @@ def test_clip_matches_rllibs_clip_gradients_bit_for_bit():
         assert holder._lean_grads_finite is True
         for k in grads:
             assert torch.equal(grads[k], ref[k]), (scale, k)
-    grads[2][0, 0] = float("nan")
+    # finite per-tensor norms (about 1.4e19) whose total overflows float32
+    grads = {i: torch.full((2,), 1e19) for i in range(6)}
+    ref = {k: v.clone() for k, v in grads.items()}
+    ref_norm = clip_gradients(ref, grad_clip=0.5, grad_clip_by="global_norm")
+    norm = holder._lean_clip(grads, grad_clip=0.5, grad_clip_by="global_norm")
+    assert torch.equal(norm, ref_norm) and float(norm) == 10e8
+    assert holder._lean_grads_finite is True
+    assert all(torch.equal(grads[k], ref[k]) for k in grads)
+    grads[2][0] = float("nan")
     holder._lean_clip(grads, grad_clip=0.5, grad_clip_by="global_norm")
     assert holder._lean_grads_finite is False
 

@@ -14,6 +14,9 @@ code returns, bit for bit (the equality tests are named in each module):
 * :mod:`~rllib_fair.accel.learner` and :mod:`~rllib_fair.accel.ppo_loss`: the PPO
   family's minibatch loop on plain tensors, last-value metrics written once, one
   finite-gradient check, and PPO's loss without distribution objects;
+* :mod:`~rllib_fair.accel.flat_adam`: :class:`~rllib_fair.accel.flat_adam.FlatAdam`,
+  torch's Adam on one contiguous buffer per parameter group (the PPO family's
+  ``optimizer_impl: foreach`` with the learner part on);
 * :mod:`~rllib_fair.accel.td3_learner`: TD3's consecutive minibatches and optimizer
   steps without per-parameter checks;
 * :mod:`~rllib_fair.accel.internal_kv`: the Ray key-value store that carries env errors

@@ -21,12 +21,18 @@ rows; the script prints ms per iteration for each path and size, and the ratio
 The memory-flat path evaluates at most ``predictor_steps x predictor_batch_size``
 distinct rows per iteration, whatever M is; its time stops growing once M is well above
 that (the default ``--batch 64`` is the authors' code's minibatch: at most 1,600 rows).
-With ``predictor_batch_size: null`` (the whole memory per step) Eq. 7 itself runs over
-all M rows, so no path can be flat there.
+With ``predictor_batch_size: null`` (``--batch 0``: the whole memory per step, the
+paper's Alg. 1 and the reproduction plan's setting) Eq. 7 itself runs over all M rows,
+so no path can be flat there. Its larger part, though, is the acceptance probabilities
+of the memory under 11 policies; ``--distinct N`` fills the memory with rows that repeat
+N observations (FICO lending's rows repeat a few score-bin features: 20 distinct ones
+in 5,000 steps), where the shipped learner runs the policies on each distinct
+observation once.
 
 Usage::
 
     python benchmarks/sellf_memory.py [--iterations 3] [--batch 64] [--append 400]
+    python benchmarks/sellf_memory.py --batch 0 --distinct 20
 """
 
 from __future__ import annotations
@@ -70,9 +76,14 @@ def build_learner(batch: int, capacity: int):
     return learner, module
 
 
-def rows(rng, k: int, dim: int):
+def rows(rng, k: int, dim: int, pool=None):
+    obs = (
+        rng.random((k, dim)).astype(np.float32)
+        if pool is None
+        else pool[rng.integers(0, len(pool), k)]
+    )
     return (
-        rng.random((k, dim)).astype(np.float32),
+        obs,
         (rng.random(k) < 0.5).astype(np.int64),
         (rng.random(k) < 0.6).astype(np.float32),
     )
@@ -98,7 +109,10 @@ def full_recompute_iteration(learner, module, memory: dict, new) -> None:
         weights = ipw_weights(pi_now, acceptance_under_all(probs))
     n, columns = len(obs), group_columns(groups)
     for _ in range(cfg.predictor_steps):
-        idx = torch.from_numpy(learner._rng.choice(n, cfg.predictor_batch_size, replace=False))
+        if cfg.predictor_batch_size:
+            idx = torch.from_numpy(learner._rng.choice(n, cfg.predictor_batch_size, replace=False))
+        else:
+            idx = torch.arange(n)
         opt.zero_grad(set_to_none=True)
         loss = self_normalized_bce(
             module.predict_logits(obs[idx]), labels[idx], weights[idx], columns=columns[idx]
@@ -118,17 +132,25 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=3, help="timed iterations per cell")
     parser.add_argument("--batch", type=int, default=64, help="predictor_batch_size")
     parser.add_argument("--append", type=int, default=400, help="rows appended per iteration")
+    parser.add_argument(
+        "--distinct",
+        type=int,
+        default=0,
+        help="rows repeat this many observations (0: every row its own)",
+    )
     args = parser.parse_args()
+    batch = args.batch or None
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     ms: dict[tuple[str, int], float] = {}
     for size in SIZES:
-        learner, module = build_learner(args.batch, size)
+        learner, module = build_learner(batch, size)
         dim = int(np.prod(module.observation_space.shape))
-        fill = rows(rng, size, dim)
+        pool = rng.random((args.distinct, dim)).astype(np.float32) if args.distinct else None
+        fill = rows(rng, size, dim, pool)
         learner.remember(*fill)
         memory = dict(zip(("obs", "group", "label"), (a.copy() for a in fill)))
-        batches = [rows(rng, args.append, dim) for _ in range(args.iterations + 1)]
+        batches = [rows(rng, args.append, dim, pool) for _ in range(args.iterations + 1)]
         for path in ("full recompute", "memory-flat"):
             times = []
             for new in batches:  # the first iteration warms up and is not counted
@@ -143,8 +165,8 @@ def main() -> None:
     small, large = SIZES
     print(
         f"\nSELLF learner time per iteration (append {args.append} rows + predictor update; "
-        f"predictor_steps 25, predictor_batch_size {args.batch}, policy_samples 10; "
-        f"1 thread, mean of {args.iterations})"
+        f"predictor_steps 25, predictor_batch_size {batch}, policy_samples 10; "
+        f"{args.distinct or 'all'} distinct observations; 1 thread, mean of {args.iterations})"
     )
     ratio = f"ratio {large // 1000}k/{small // 1000}k"
     print(f"{'path':>14} | {small:>10,} rows | {large:>10,} rows | {ratio}")

@@ -274,9 +274,16 @@ def _bare_learner(**training):
     return learner, module
 
 
-def _rows(rng, k, dim):
-    """``k`` memory rows; group 1 is rare, so some updates read none of its rows."""
-    obs = rng.random((k, dim)).astype(np.float32)
+def _rows(rng, k, dim, pool=None):
+    """``k`` memory rows; group 1 is rare, so some updates read none of its rows.
+
+    With ``pool`` (an array of observations) each row's observation is one of them, as
+    in FICO lending, whose rows repeat a few score-bin features.
+    """
+    if pool is None:
+        obs = rng.random((k, dim)).astype(np.float32)
+    else:
+        obs = pool[rng.integers(0, len(pool), k)]
     return obs, (rng.random(k) < 0.02).astype(np.int64), (rng.random(k) < 0.6).astype(np.float32)
 
 
@@ -314,11 +321,13 @@ def _reference_update(learner, module, memory, rng):
     return loss.detach(), weights[used].max(), weights.max(), bool(groups[used].any())
 
 
+@pytest.mark.parametrize("repeated", [False, True], ids=["distinct_obs", "repeated_obs"])
 @pytest.mark.parametrize("batch", [16, None], ids=["minibatches", "whole_memory"])
-def test_memory_flat_predictor_update_equals_the_whole_memory_computation(batch):
+def test_memory_flat_predictor_update_equals_the_whole_memory_computation(batch, repeated):
     """Appends of every size (wrapping the memory, larger than it) keep the memory the
     tail of everything appended, and every predictor update (rows drawn, acceptance
-    probabilities only on the rows the steps read) gives exactly the loss, the predictor
+    probabilities only on the rows the steps read, or, where the rows repeat a few
+    observations, only on those observations) gives exactly the loss, the predictor
     parameters and the RNG state of the reference that evaluates the whole memory. The
     probabilities are bit-equal because each row's forward pass does not depend on
     the other rows in the batch on this CPU path."""
@@ -332,10 +341,11 @@ def test_memory_flat_predictor_update_equals_the_whole_memory_computation(batch)
     opt = learner.get_optimizer("default_policy", "predictor")
     rng = np.random.default_rng(1)
     dim = int(np.prod(module.observation_space.shape))
+    pool = rng.random((7, dim)).astype(np.float32) if repeated else None
     tail = dict(zip(("obs", "group", "label"), _rows(rng, 0, dim)))
     skipped_rare = 0  # updates whose steps read no row of the rare group in memory
     for step, k in enumerate([130, 70, 260, 0, 400, 90, 299, 33, 301, 5]):
-        new = dict(zip(("obs", "group", "label"), _rows(rng, k, dim)))
+        new = dict(zip(("obs", "group", "label"), _rows(rng, k, dim, pool)))
         learner.remember(new["obs"], new["group"], new["label"])
         tail = {key: np.concatenate([tail[key], new[key]])[-300:] for key in tail}
         memory = learner._memory.arrays()
@@ -364,6 +374,9 @@ def test_memory_flat_predictor_update_equals_the_whole_memory_computation(batch)
         if batch is None:
             assert got_max == want_max_all.item()
         assert memory["group"].any()
+        # the repeated observations are forwarded once each; distinct ones row by row
+        distinct = learner._memory.distinct()
+        assert (distinct is not None and len(distinct[0]) < len(memory["obs"])) == repeated
         skipped_rare += int(not reads_rare)
         learner._iteration += 1
     assert skipped_rare > 0 if batch else skipped_rare == 0
@@ -426,3 +439,34 @@ def test_accept_probability_is_the_policy_s_accept_probability():
         logits = module.forward_train({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
     assert module.encoder.actor_encoder is not None  # the path without the critic ran
     torch.testing.assert_close(got, torch.softmax(logits, -1)[:, ACCEPT], rtol=0, atol=0)
+
+
+def test_memory_tracks_distinct_observations_up_to_its_limit():
+    """Each kept row's index among the distinct observations, through wraps and a
+    reload; tracking stops (None) once more distinct rows than the limit arrived."""
+    from rllib_fair.algorithms.sellf.torch.sellf_torch_learner import SampleMemory
+
+    rng = np.random.default_rng(0)
+    pool = rng.random((5, 3)).astype(np.float32)
+    memory = SampleMemory(50)
+    for k in (20, 40, 7, 60):
+        obs = pool[rng.integers(0, 5, k)]
+        memory.append(obs, np.zeros(k), np.ones(k))
+        table, ids = memory.distinct()
+        np.testing.assert_array_equal(table[ids], memory.arrays()["obs"])
+        assert len(table) <= 5
+        idx = np.array([0, 3, len(memory) - 1])
+        np.testing.assert_array_equal(table[memory.distinct(idx)[1]], memory.rows(idx)["obs"])
+    reloaded = SampleMemory(50)
+    reloaded.load(memory.state())
+    table, ids = reloaded.distinct()
+    np.testing.assert_array_equal(table[ids], memory.arrays()["obs"])
+    assert set(memory.state()) == {"obs", "group", "label"}
+    small = SampleMemory(50)
+    small.DISTINCT_LIMIT = 8
+    small.append(pool, np.zeros(5), np.ones(5))
+    assert small.distinct() is not None
+    small.append(rng.random((4, 3)).astype(np.float32), np.zeros(4), np.ones(4))
+    assert small.distinct() is None  # 9 distinct rows: no longer tracked
+    small.append(pool, np.zeros(5), np.ones(5))
+    assert small.distinct() is None

@@ -63,12 +63,19 @@ class SampleMemory:
 
     KEYS = ("obs", "group", "label")
     DTYPES = {"obs": np.float32, "group": np.int64, "label": np.float32}
+    #: Distinct observations tracked at most; beyond, the memory stops tracking them.
+    DISTINCT_LIMIT = 4096
 
     def __init__(self, capacity: int):
         self.capacity = int(capacity)
         self._buf: dict[str, np.ndarray] = {}
         self._start = 0
         self._end = 0
+        # the distinct observations appended so far (an env with a few feature
+        # combinations, e.g. FICO lending's score bins, repeats them in every row) and,
+        # per kept row, its index among them (in ``_buf["_uid"]``)
+        self._distinct: dict[bytes, int] | None = {}
+        self._distinct_rows: list[np.ndarray] = []
 
     def __len__(self) -> int:
         return self._end - self._start
@@ -82,6 +89,7 @@ class SampleMemory:
         k, cap = len(new["obs"]), self.capacity
         if k == 0:
             return
+        new["_uid"] = self._distinct_ids(new["obs"])
         if not self._buf:
             self._buf = {
                 key: np.empty((2 * cap, *v.shape[1:]), dtype=v.dtype) for key, v in new.items()
@@ -101,13 +109,44 @@ class SampleMemory:
         self._end += k
         self._start = max(self._start, self._end - cap)
 
+    def _distinct_ids(self, obs: np.ndarray) -> np.ndarray:
+        """Each row's index among the distinct observations (-1 once untracked)."""
+        ids = np.full(len(obs), -1, dtype=np.int64)
+        table = self._distinct
+        if table is None:
+            return ids
+        rows = self._distinct_rows
+        for i, row in enumerate(obs):
+            key = row.tobytes()
+            j = table.get(key)
+            if j is None:
+                j = table[key] = len(rows)
+                rows.append(row.copy())
+            ids[i] = j
+        if len(rows) > self.DISTINCT_LIMIT:  # not a few repeated rows: stop tracking
+            self._distinct, self._distinct_rows = None, []
+            ids[:] = -1
+        return ids
+
+    def distinct(self, idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """(the distinct observations, each kept row's index among them), or None.
+
+        For the rows at positions ``idx`` (all kept rows when None). None when the
+        memory stopped tracking them (more than :data:`DISTINCT_LIMIT` distinct rows
+        were appended). The distinct rows may include some no longer kept.
+        """
+        if self._distinct is None or not len(self):
+            return None
+        ids = self._buf["_uid"][self._start : self._end]
+        return np.stack(self._distinct_rows), ids if idx is None else ids[idx]
+
     def arrays(self) -> dict[str, np.ndarray]:
         """The kept rows, oldest first, as views (valid until the next append)."""
-        return {k: v[self._start : self._end] for k, v in self._buf.items()}
+        return {k: self._buf[k][self._start : self._end] for k in self.KEYS if k in self._buf}
 
     def rows(self, idx: np.ndarray) -> dict[str, np.ndarray]:
         """Copies of the rows at positions ``idx`` (0 = oldest kept row)."""
-        return {k: v[self._start + idx] for k, v in self._buf.items()}
+        return {k: self._buf[k][self._start + idx] for k in self.KEYS if k in self._buf}
 
     def state(self) -> dict[str, np.ndarray]:
         """Copies of the kept rows (``{}`` when empty): the checkpoint form."""
@@ -116,6 +155,7 @@ class SampleMemory:
     def load(self, state: dict) -> None:
         """Replaces the rows with those of :meth:`state` (the newest ``capacity`` kept)."""
         self._buf, self._start, self._end = {}, 0, 0
+        self._distinct, self._distinct_rows = {}, []
         if state:
             self.append(state["obs"], state["group"], state["label"])
 
@@ -257,16 +297,29 @@ class SELLFTorchLearner(FairPPOTorchLearner):
             ]
             used = np.unique(np.concatenate(draws))  # sorted memory rows the steps read
             rows = self._memory.rows(used)
+            distinct = self._memory.distinct(used)
             picks = [torch.from_numpy(np.searchsorted(used, d)).to(device) for d in draws]
         else:
             rows, picks = self._memory.arrays(), [None] * steps
+            distinct = self._memory.distinct()
         obs = torch.from_numpy(rows["obs"]).to(device)
         groups = torch.from_numpy(rows["group"]).to(device)
         labels = torch.from_numpy(rows["label"]).to(device)
         with torch.no_grad():
-            pi_now = accept_probability(module, None, obs)
-            probs = [pi_now] + [accept_probability(module, s, obs) for s in snapshots]
-            weights = ipw_weights(pi_now, acceptance_under_all(probs))
+            if distinct is not None and len(distinct[0]) < len(obs):
+                # the policies' forwards on each distinct observation once (a row's
+                # probability does not depend on the other rows of a forward pass),
+                # then every row takes its observation's values (tested bit for bit)
+                x = torch.from_numpy(distinct[0]).to(device)
+                ids = torch.from_numpy(distinct[1]).to(device)
+                pi_x = accept_probability(module, None, x)
+                probs = [pi_x] + [accept_probability(module, s, x) for s in snapshots]
+                pi_now, pi_all = pi_x[ids], acceptance_under_all(probs)[ids]
+            else:
+                pi_now = accept_probability(module, None, obs)
+                probs = [pi_now] + [accept_probability(module, s, obs) for s in snapshots]
+                pi_all = acceptance_under_all(probs)
+            weights = ipw_weights(pi_now, pi_all)
         # One column per group among these rows; a group of the memory that no step
         # reads would only add a column of zeros, i.e. exactly 0 to loss and gradient.
         columns = group_columns(groups)

@@ -508,6 +508,7 @@ def repair_experiment_state(experiment: str | Path) -> str | None:
                 todo.append((s, "damaged"))
             elif s is not None and s.data != data:
                 todo.append((s, "rolled back"))
+        todo += [(s, "damaged") for s in damaged if s.pattern not in pair]  # refused below
     for s, _why in todo:
         if s.pattern not in pair:
             raise StorageError(

@@ -378,3 +378,15 @@ def test_a_kill_during_the_repair_leaves_a_state_file(tmp_path, monkeypatch):
     monkeypatch.undo()
     storage.repair_experiment_state(exp)
     assert (exp / VARIANTS).read_bytes() == whole
+
+
+def test_a_damaged_state_the_copy_holds_none_of_is_refused(tmp_path):
+    """A searcher state that appeared after the copy and is cut: nothing to put back."""
+    exp, _ = _sweep(tmp_path, "t_00000")
+    assert storage.backup_experiment_state(exp)
+    searcher = "searcher-state-2026-01-01_00-00-00.pkl"
+    (exp / searcher).write_bytes(b"\x80")
+    (exp / STATE).write_text("")
+    with pytest.raises(StorageError, match=f"{searcher}.* holds none of its kind"):
+        storage.repair_experiment_state(exp)
+    assert (exp / STATE).read_text() == ""  # nothing changed

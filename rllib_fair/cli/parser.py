@@ -180,6 +180,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds (default: the plan's)")
     r.add_argument(
+        "--methods",
+        nargs="+",
+        default=None,
+        help="run only these of the plan's methods (default: all; the merge covers every cell)",
+    )
+    r.add_argument(
+        "--settings",
+        nargs="+",
+        default=None,
+        help="run only these of the plan's settings (default: all)",
+    )
+    r.add_argument(
         "--budget", type=int, default=None, help="env steps per cell (default: the plan's)"
     )
     r.add_argument("--address", default=None, help="Ray cluster address (default: local Ray)")

@@ -213,22 +213,34 @@ def run_plan(
     out: Path = DEFAULT_OUT,
     *,
     seeds: tuple[int, ...] | None = None,
+    methods: tuple[str, ...] | None = None,
+    settings: tuple[str, ...] | None = None,
     storage_path: str | None = None,
     max_concurrent: int | None = None,
     plots: bool = True,
 ) -> int:
-    """Runs the plan's pending cells as Tune trials and merges; 0 when every cell finished."""
+    """Runs the plan's pending cells as Tune trials and merges; 0 when every cell finished.
+
+    ``seeds``, ``methods`` and ``settings`` select the cells to run (default: all of the
+    plan's); the merge always covers every finished cell of the plan.
+    """
     from ray import tune
 
-    cells = plan.cells(seeds)
+    cells = [
+        c
+        for c in plan.cells(seeds)
+        if (methods is None or c.method in methods) and (settings is None or c.setting in settings)
+    ]
     pending = [c for c in cells if not finished(out, plan, c)]
     done = len(cells) - len(pending)
     spent = 0.0
     for c in cells:
         if c not in pending:
             spent += float(json.loads(cell_path(out, plan, c).read_text()).get("cpu_hours", 0.0))
+    total = len(plan.cells())
     print(
-        f"[{plan.name}] {len(cells)} cells, {done} finished, {len(pending)} to run "
+        f"[{plan.name}] {len(cells)} cells{'' if len(cells) == total else f' (of {total})'}, "
+        f"{done} finished, {len(pending)} to run "
         f"({plan.budget:,} env steps each)",
         flush=True,
     )
@@ -285,6 +297,13 @@ def cmd_reproduce(args) -> int:
     except PlanError as e:
         return error(str(e))
     seeds = tuple(args.seeds) if args.seeds else None
+    for flag, chosen, valid in (
+        ("--methods", args.methods, plan.methods),
+        ("--settings", args.settings, plan.settings),
+    ):
+        for name in chosen or ():
+            if name not in valid:
+                return error(f"{flag}: {name!r} is invalid; valid: {', '.join(valid)}")
     out = Path(args.out) if args.out else DEFAULT_OUT
     if args.merge_only:
         merged = merge(out, plan, plots=not args.no_plots)
@@ -309,6 +328,8 @@ def cmd_reproduce(args) -> int:
         plan,
         out,
         seeds=seeds,
+        methods=tuple(args.methods) if args.methods else None,
+        settings=tuple(args.settings) if args.settings else None,
         storage_path=storage,
         max_concurrent=args.max_concurrent,
         plots=not args.no_plots,

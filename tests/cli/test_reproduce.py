@@ -390,6 +390,31 @@ def test_tiny_plan_killed_then_resumed(tmp_path):
     assert rerun["metrics"] == rows[again]["metrics"]
     # different seeds give different runs (not one replayed episode)
     assert rows["ppo__lending__s0"]["metrics"] != rows["ppo__lending__s1"]["metrics"]
+    # --methods runs only that method's pending cells; the merge still covers every cell
+    for name in ("ppo__lending__s0", "pocar__lending__s0"):
+        (cells / f"{name}.json").unlink()
+    proc = _start(plan_file, out, storage, log, "--methods", "ppo", "--settings", "lending")
+    assert proc.wait(timeout=300) == 0, log.read_text()[-3000:]
+    assert "2 cells (of 4), 1 finished, 1 to run" in log.read_text()
+    assert (cells / "ppo__lending__s0.json").is_file()
+    assert not (cells / "pocar__lending__s0.json").exists()
+    assert "Cells finished: 3 of 4" in (out / "tiny" / "README.md").read_text()
+
+
+@pytest.mark.parametrize("flag", ["--methods", "--settings"])
+def test_unknown_method_or_setting_is_one_line_before_anything_runs(tmp_path, capsys, flag):
+    from rllib_fair.cli import main
+
+    plan_file = tmp_path / "tiny.yaml"
+    plan_file.write_text(yaml.safe_dump(TINY))
+    out = tmp_path / "out"
+    known = "ppo" if flag == "--methods" else "lending"
+    assert main(["reproduce", str(plan_file), "--out", str(out), flag, known, "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{flag}: 'nope' is invalid; valid: " in err and "\n" not in err
+    valid = err.split("valid: ")[1].split(", ")
+    assert sorted(valid) == (["pocar", "ppo"] if flag == "--methods" else ["lending"])
+    assert not out.exists()
 
 
 @pytest.mark.ray

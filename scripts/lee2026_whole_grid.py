@@ -32,6 +32,7 @@ REPORT = "lee2026_fullgrid.md"
 def main(argv: list[str] | None = None) -> int:
     """Writes the extract, the quantiles and the report; 2 on bad input."""
     from rllib_fair.uncertainty.logistic import GROUP_ENCODINGS
+    from rllib_fair.uncertainty.sweep import BIAS_GRID
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--csv", required=True, help="a whole-grid sweep CSV or the tracked extract")
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
             out.mkdir(parents=True, exist_ok=True)
             tmp = extract.with_name(extract.name + ".tmp")
-            last[list(COLUMNS)].sort_values(["strategy", *COLUMNS[1:8]]).to_csv(
+            last[list(COLUMNS)].sort_values(["strategy", *BIAS_GRID, "seed"]).to_csv(
                 tmp, index=False, float_format="%.6g", compression={"method": "gzip", "mtime": 0}
             )
             tmp.replace(extract)

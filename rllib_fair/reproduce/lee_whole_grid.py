@@ -114,6 +114,9 @@ def load(frame, proportion_certain: float = FIXED_PC, delta: float = FIXED_DELTA
         & np.isclose(last["delta"], delta)
     ]
     ran = set(last["strategy"])
+    unknown = sorted(ran - set(STRATEGIES))
+    if unknown:
+        raise GridError(f"strategy: {unknown[0]!r} is invalid; valid: {', '.join(STRATEGIES)}")
     absent = [s for s in STRATEGIES if s not in ran]
     if absent:
         raise GridError(
@@ -129,7 +132,6 @@ def load(frame, proportion_certain: float = FIXED_PC, delta: float = FIXED_DELTA
             f"configuration: {row['strategy']!r} at {_describe(row, key)} appears twice; "
             "valid: one row per strategy and configuration (one sweep per file)"
         )
-    last = last[last["strategy"].isin(STRATEGIES)]
     combos = tuple(sorted({tuple(float(v) for v in r) for r in last[knobs].to_numpy()}))
     seeds = tuple(sorted({int(s) for s in last["seed"]}))
     if len(seeds) < 2:

@@ -154,6 +154,7 @@ def test_group_swap_does_not_change_the_pooled_disparities():
         (lambda f: f.drop(index=f.index[f["strategy"] == "naive"][0]), "strategy: 'naive' ran 39"),
         (lambda f: f[f["seed"] == 0], "seed: [0] is too few"),
         (lambda f: f.assign(delta_acc=np.nan), "delta_acc: a value is missing or not finite"),
+        (lambda f: f.replace({"strategy": {"naive": "greedy"}}), "strategy: 'greedy' is invalid"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_problem(mutate, message):

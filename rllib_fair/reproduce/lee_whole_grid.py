@@ -394,6 +394,11 @@ def decide(grid: WholeGrid, reps: int = 2000, seed: int = 0, claims=CLAIMS) -> d
     return decided
 
 
+def _cell(text: str) -> str:
+    """Text for a markdown table cell (its ``|`` escaped)."""
+    return text.replace("|", "\\|")
+
+
 def report(grid: WholeGrid, decided: dict, reps: int, seed: int, header: str = "") -> str:
     """The markdown report: quantile table, then one verdict per claim with its intervals."""
     lines = [
@@ -411,7 +416,7 @@ def report(grid: WholeGrid, decided: dict, reps: int, seed: int, header: str = "
         f"knob combination ({reps:,} replicates, generator seed {seed}; "
         "`rllib_fair/reproduce/lee_whole_grid.py` says why and its limit).",
         "",
-        "| strategy | " + " | ".join(f"{LABEL[m]} median [IQR]" for m in METRICS) + " |",
+        "| strategy | " + " | ".join(_cell(f"{LABEL[m]} median [IQR]") for m in METRICS) + " |",
         "|---|" + "---|" * len(METRICS),
     ]
     for row in quantiles(grid):
@@ -437,11 +442,11 @@ def report(grid: WholeGrid, decided: dict, reps: int, seed: int, header: str = "
         for r in d["results"]:
             sign = "<" if r.comparison.kind == "less" else ">"
             fmt = ".0f" if r.comparison.a.metric == "cumulative_profit" else ".4f"
+            tie = " (equal on every replicate)" if r.estimate == r.low == r.high == 0.0 else ""
             parts.append(
                 f"{r.comparison.a.text()} {sign} {r.comparison.b.text()}: "
-                f"{r.estimate:{fmt}} [{r.low:{fmt}}, {r.high:{fmt}}] {r.verdict}"
+                f"{r.estimate:{fmt}} [{r.low:{fmt}}, {r.high:{fmt}}] {r.verdict}{tie}"
             )
-        lines.append(
-            f"| `{cid}`: {d['claim'].text} | **{d['verdict']}** | " + "; ".join(parts) + " |"
-        )
+        head = f"| `{cid}`: {_cell(d['claim'].text)} | **{d['verdict']}** | "
+        lines.append(head + _cell("; ".join(parts)) + " |")
     return "\n".join(lines) + "\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import itertools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -117,6 +118,12 @@ def test_verdicts_on_known_orderings():
     equal = decided["fig14_acc_ua_pw_lower_median"]
     assert equal["verdict"] == INCONCLUSIVE
     assert all(r.estimate == r.low == r.high == 0.0 for r in equal["results"])
+    text = lwg.report(lwg.load(_frame(scale)), decided, 400, 0)
+    assert "median \\|dAcc\\| of UA < median \\|dAcc\\| of naive: 0.0000 [0.0000, 0.0000] " in text
+    assert "inconclusive (equal on every replicate)" in text
+    for line in text.splitlines():
+        if line.startswith("|"):  # a table row: 6 or 3 columns, every other pipe escaped
+            assert len(re.split(r"(?<!\\)\|", line)) in (8, 5), line
     # |dFNR| (uniform on +-1.5) is wider than |dSR| (+-0.6, halved for two strategies),
     # |dFPR| (+-0.2) and |dAcc| (+-0.1)
     assert decided["fig13_fnr_most_volatile"]["verdict"] == HOLDS

@@ -9,7 +9,7 @@ the sweep's own CSV or the tracked extract it writes, and writes into ``--out``:
 * ``lee2026_fullgrid.md``: the table and the claims with their bootstrap intervals
   (:mod:`rllib_fair.reproduce.lee_whole_grid`).
 
-    # the sweep (18,225 runs, about 30-40 min on one core), then the analysis
+    # the sweep (18,225 runs, 57 min on one core beside two other jobs), then the analysis
     python scripts/uncertainty_sweep.py --levels proportion_certain=0.7 \\
         --levels delta=0.05 --out results/lee2026_appc.csv --num-cpus 1
     python scripts/lee2026_whole_grid.py --csv results/lee2026_appc.csv --out docs/results

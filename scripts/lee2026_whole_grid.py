@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         COLUMNS,
         GridError,
         decide,
+        final_quarter,
         load,
         quantiles,
         report,
@@ -72,11 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             # the analysis always reads the extract, so rerunning it from the tracked file
             # alone gives the same report to the digit
             load(frame, args.proportion_certain, args.delta)
-            last = frame[frame["quarter"] == frame["quarter"].max()]
-            last = last[
-                (last["proportion_certain"] - args.proportion_certain).abs().lt(1e-9)
-                & (last["delta"] - args.delta).abs().lt(1e-9)
-            ]
+            last = final_quarter(frame, args.proportion_certain, args.delta)
             out.mkdir(parents=True, exist_ok=True)
             tmp = extract.with_name(extract.name + ".tmp")
             last[list(COLUMNS)].sort_values(["strategy", *BIAS_GRID, "seed"]).to_csv(

@@ -96,6 +96,15 @@ class WholeGrid:
         return len(self.combos) * len(self.seeds)
 
 
+def final_quarter(frame, proportion_certain: float, delta: float):
+    """The rows of ``frame``'s last quarter at one (proportion_certain, delta)."""
+    last = frame[frame["quarter"] == frame["quarter"].max()]
+    return last[
+        np.isclose(last["proportion_certain"], proportion_certain)
+        & np.isclose(last["delta"], delta)
+    ]
+
+
 def load(frame, proportion_certain: float = FIXED_PC, delta: float = FIXED_DELTA) -> WholeGrid:
     """The final quarter of a sweep's rows at one (pc, delta), as a complete grid.
 
@@ -108,11 +117,7 @@ def load(frame, proportion_certain: float = FIXED_PC, delta: float = FIXED_DELTA
         raise GridError(
             f"columns: {missing[0]!r} is missing; valid: a CSV with {', '.join(COLUMNS)}"
         )
-    last = frame[frame["quarter"] == frame["quarter"].max()]
-    last = last[
-        np.isclose(last["proportion_certain"], proportion_certain)
-        & np.isclose(last["delta"], delta)
-    ]
+    last = final_quarter(frame, proportion_certain, delta)
     ran = set(last["strategy"])
     unknown = sorted(ran - set(STRATEGIES))
     if unknown:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rllib_fair.reproduce.stats import FAILS, HOLDS, INCONCLUSIVE, overall
+from rllib_fair.reproduce.stats import FAILS, HOLDS, INCONCLUSIVE, difference_verdict, overall
 from rllib_fair.uncertainty.strategies import STRATEGIES
 from rllib_fair.uncertainty.sweep import BIAS_GRID, FIXED_DELTA, FIXED_PC
 
@@ -383,13 +383,10 @@ def decide(grid: WholeGrid, reps: int = 2000, seed: int = 0, claims=CLAIMS) -> d
                 boot, c.b, grid.strategies
             )
             low, high = (float(x) for x in np.percentile(diffs, [2.5, 97.5]))
-            below, above = high < 0.0, low > 0.0
-            if c.kind == "less":
-                verdict = HOLDS if below else FAILS if above else INCONCLUSIVE
-            elif c.kind == "greater":
-                verdict = HOLDS if above else FAILS if below else INCONCLUSIVE
-            else:
-                raise GridError(f"kind: {c.kind!r} is invalid; valid: less, greater")
+            try:
+                verdict = difference_verdict(low, high, c.kind)
+            except ValueError as err:
+                raise GridError(str(err)) from None
             results.append(Result(c, est, low, high, verdict))
         decided[claim.id] = {
             "claim": claim,

@@ -124,14 +124,22 @@ def compare(a: dict[int, float], b: dict[int, float], kind: str) -> Verdict:
         test = f"Welch t-test ({len(a)} and {len(b)} seeds)"
     if not interval.defined:
         return Verdict(INCONCLUSIVE, interval, test + " (too few seeds)")
-    below, above = interval.high < 0.0, interval.low > 0.0
+    return Verdict(difference_verdict(interval.low, interval.high, kind), interval, test)
+
+
+def difference_verdict(low: float, high: float, kind: str) -> str:
+    """The verdict on ``a < b`` or ``a > b`` from the 95% interval of ``a - b``.
+
+    ``kind`` is ``"less"`` or ``"greater"``. *holds* when ``[low, high]`` lies on the
+    claimed side of 0, *does not hold* when it lies strictly on the other side,
+    *inconclusive* when it contains 0 (an interval of exactly 0, equal values, included).
+    """
+    below, above = high < 0.0, low > 0.0
     if kind == "less":
-        verdict = HOLDS if below else FAILS if above else INCONCLUSIVE
-    elif kind == "greater":
-        verdict = HOLDS if above else FAILS if below else INCONCLUSIVE
-    else:
-        raise ValueError(f"kind: {kind!r} is invalid; valid: less, greater")
-    return Verdict(verdict, interval, test)
+        return HOLDS if below else FAILS if above else INCONCLUSIVE
+    if kind == "greater":
+        return HOLDS if above else FAILS if below else INCONCLUSIVE
+    raise ValueError(f"kind: {kind!r} is invalid; valid: less, greater")
 
 
 def threshold(values: dict[int, float], bound: float, kind: str) -> Verdict:

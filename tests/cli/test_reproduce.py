@@ -219,6 +219,24 @@ def test_paired_comparison_verdicts():
     assert stats.threshold({}, 0.1, "at_most").test == "no cells yet"
 
 
+def test_difference_verdict_edges():
+    # the one interval-to-verdict rule of stats.compare and the whole-grid bootstrap
+    dv = stats.difference_verdict
+    assert dv(-0.3, -0.1, "less") == stats.HOLDS
+    assert dv(-0.3, -0.1, "greater") == stats.FAILS
+    assert dv(0.1, 0.3, "less") == stats.FAILS
+    assert dv(0.1, 0.3, "greater") == stats.HOLDS
+    assert dv(-0.1, 0.1, "less") == stats.INCONCLUSIVE
+    # an end on 0 is not strictly on either side; equal values (0 wide) are inconclusive
+    assert dv(-0.2, 0.0, "less") == stats.INCONCLUSIVE
+    assert dv(0.0, 0.0, "greater") == stats.INCONCLUSIVE
+    with pytest.raises(ValueError, match=r"kind: 'below' is invalid; valid: less, greater"):
+        dv(-1.0, -0.5, "below")
+    # compare() gives the same verdict as the rule on its own interval
+    v = stats.compare({0: 1.0, 1: 2.0, 2: 1.5}, {0: 1.2, 1: 2.21, 2: 1.69}, "less")
+    assert v.verdict == dv(v.interval.low, v.interval.high, "less") == stats.HOLDS
+
+
 def test_threshold_verdicts_and_overall():
     assert stats.threshold({0: 0.02, 1: 0.03, 2: 0.025}, 0.06, "at_most").verdict == stats.HOLDS
     assert stats.threshold({0: 0.10, 1: 0.11, 2: 0.12}, 0.06, "at_most").verdict == stats.FAILS

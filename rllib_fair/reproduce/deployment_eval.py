@@ -48,6 +48,8 @@ class Deployment:
     """
 
     NAME = "deployment"
+    #: What the paths may name.
+    OUTPUTS = OUTPUTS
 
     @classmethod
     def describe(cls, evaluation: dict) -> str:

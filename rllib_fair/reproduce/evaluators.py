@@ -18,8 +18,12 @@ Shipped:
   final policy, actions sampled from its probabilities, on ``episodes`` fresh episodes of
   the training env's setting and length (env seeds drawn from ``10_000 + seed``); the
   paths name its outputs, means over the episodes: ``profit`` (cash gained),
-  ``gain_gap`` (|G0 - G1|, the groups' total qualification gains), ``G0``, ``G1`` and
-  ``lambda`` (the benefit-fairness Lambda of the episode's decisions);
+  ``gain_gap`` (|G0 - G1|, the groups' total qualification gains), ``G0``, ``G1``,
+  ``lambda`` (the benefit-fairness Lambda of the episode's decisions, from the policy's
+  probabilities), and the sampled actions' approval rates ``approval_rate`` (all
+  applicants), ``approval_rate_0`` and ``approval_rate_1`` (per group; an episode with
+  no applicant of a group is left out of that group's mean, and a group with none in any
+  episode is an error when a path names it);
 * ``replicator_initial_states``: Yin et al.'s initial-state grid on a replicator env
   (``fair/Replicator-v0``, ``fair/ReplicatorAdult-v0``): the final policy, greedy, for one
   episode from each initial state (default: the 16 states ``{0.2, 0.4, 0.6, 0.8}^2``;
@@ -123,6 +127,13 @@ class GreedyEpisodes(Evaluator):
 class LendingDriftSampled(Evaluator):
     """Lear & Zhang's sampled-action deployment on the credit-drift lending env."""
 
+    NAME = "lending_drift_sampled"
+    #: What the paths may name.
+    OUTPUTS = (
+        *("profit", "gain_gap", "G0", "G1", "lambda"),
+        *("approval_rate", "approval_rate_0", "approval_rate_1"),
+    )
+
     @staticmethod
     def describe(evaluation: dict) -> str:
         """One line for the merged README: what this evaluator runs."""
@@ -141,11 +152,11 @@ class LendingDriftSampled(Evaluator):
         module = algo.get_module()
         device = next(module.parameters()).device
         rng = np.random.default_rng(10_000 + int(cfg.seed or 0))
-        out: dict[str, list] = {k: [] for k in ("profit", "gain_gap", "G0", "G1", "lambda")}
+        out: dict[str, list] = {k: [] for k in self.OUTPUTS}
         for _ in range(int(evaluation["episodes"])):
             obs, _ = env.reset(seed=int(rng.integers(2**31)))
             gains = np.zeros(2)
-            probs, groups, benefits = [], [], []
+            probs, groups, benefits, actions = [], [], [], []
             done = False
             start_cash = env.cash
             while not done:
@@ -153,13 +164,16 @@ class LendingDriftSampled(Evaluator):
                     batch = {"obs": torch.as_tensor(obs[None], device=device)}
                     logits = module.forward_inference(batch)["action_dist_inputs"][0]
                 p1 = float(torch.softmax(logits, -1)[1])
-                obs, _, term, trunc, info = env.step(int(rng.random() < p1))
+                action = int(rng.random() < p1)
+                obs, _, term, trunc, info = env.step(action)
                 gains[info["group"]] += info["qual_gain"]
                 probs.append(p1)
                 groups.append(info["group"])
                 benefits.append(info["benefit"])
+                actions.append(action)
                 done = term or trunc
             p, g, b = np.array(probs), np.array(groups), np.array(benefits)
+            a = np.array(actions, dtype=float)
             out["profit"].append(env.cash - start_cash)
             out["gain_gap"].append(abs(gains[0] - gains[1]))
             out["G0"].append(gains[0])
@@ -167,8 +181,12 @@ class LendingDriftSampled(Evaluator):
             out["lambda"].append(
                 benefit_fairness_lambda(p[g == 0], p[g == 1], b[g == 0], b[g == 1])
             )
+            out["approval_rate"].append(a.mean())
+            for k in (0, 1):
+                if (g == k).any():  # an episode without the group adds nothing to its rate
+                    out[f"approval_rate_{k}"].append(a[g == k].mean())
         env.close()
-        means = {k: float(np.mean(v)) for k, v in out.items()}
+        means = {k: float(np.mean(v)) for k, v in out.items() if v}
         return {name: read_path(means, path) for name, path in paths.items()}
 
 

@@ -462,10 +462,16 @@ def parse_plan(data: Any, source: str = "") -> Plan:
     if evaluator not in EVALUATORS:
         raise _fail("evaluation.evaluator", evaluator, "one of " + ", ".join(sorted(EVALUATORS)))
     metrics = _mapping("evaluation.metrics", evaluation.get("metrics"))
+    # an evaluator with named outputs has its paths checked here, before any cell trains
+    outputs = getattr(EVALUATORS[evaluator], "OUTPUTS", None)
     for k, v in metrics.items():
         if not isinstance(v, str) or not v:
             raise _fail(
                 f"evaluation.metrics.{k}", v, "a result path such as fairness.{notion}.bias"
+            )
+        if outputs is not None and v not in outputs:
+            raise _fail(
+                f"evaluation.metrics.{k}", v, f"an output of {evaluator}: " + ", ".join(outputs)
             )
     episodes = _int("evaluation.episodes", evaluation.get("episodes", 5), 1)
     explore = evaluation.get("explore", False)

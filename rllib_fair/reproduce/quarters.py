@@ -108,6 +108,8 @@ class Quarters:
     """
 
     NAME = "quarters"
+    #: What the paths may name.
+    OUTPUTS = OUTPUTS
 
     @staticmethod
     def describe(evaluation: dict) -> str:

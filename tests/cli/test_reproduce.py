@@ -105,6 +105,21 @@ def test_tiny_plan_cells_and_overrides():
         ({"curves": {"metrics": {"env_steps": "x"}}}, "curves.metrics key: 'env_steps'"),
         ({"curves": {"metrics": {"r": 3}}}, "curves.metrics.r: 3 is invalid"),
         ({"curves": {"every": 3}}, "curves: {'every': 3} is invalid"),
+        # an evaluator with named outputs: a path that is none of them fails at load
+        (
+            {"evaluation": {"evaluator": "lending_drift_sampled", "metrics": {"bias": "gap"}}},
+            "evaluation.metrics.bias: 'gap' is invalid; valid: an output of "
+            "lending_drift_sampled: profit, gain_gap, G0, G1, lambda, approval_rate,",
+        ),
+        (
+            {"evaluation": {"evaluator": "deployment", "metrics": {"bias": "fairness.x.bias"}}},
+            "evaluation.metrics.bias: 'fairness.x.bias' is invalid; valid: an output of "
+            "deployment: disparity,",
+        ),
+        (
+            {"evaluation": {"evaluator": "quarters", "metrics": {"bias": "profit_total"}}},
+            "evaluation.metrics.bias: 'profit_total' is invalid; valid: an output of quarters:",
+        ),
     ],
 )
 def test_bad_plan_entries_give_one_line(change, message):

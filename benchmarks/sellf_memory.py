@@ -22,7 +22,8 @@ The memory-flat path evaluates at most ``predictor_steps x predictor_batch_size`
 distinct rows per iteration, whatever M is; its time stops growing once M is well above
 that (the default ``--batch 64`` is the authors' code's minibatch: at most 1,600 rows).
 With ``predictor_batch_size: null`` (``--batch 0``: the whole memory per step, the
-paper's Alg. 1 and the reproduction plan's setting) Eq. 7 itself runs over all M rows,
+default until 2026-11-29; Alg. 1 samples a minibatch from M for each step, and 64 is
+now the default) Eq. 7 itself runs over all M rows,
 so no path can be flat there. Its larger part, though, is the acceptance probabilities
 of the memory under 11 policies; ``--distinct N`` fills the memory with rows that repeat
 N observations (FICO lending's rows repeat a few score-bin features: 20 distinct ones

@@ -240,9 +240,11 @@ def method_floor(args, memory_rows: float, only_ppo: bool = False) -> dict[str, 
       against one without it, times the updates per iteration.
     * SELLF: the logistic predictor's forward per sampled step; the Renyi term (Eq. 6:
       per-row weight, the two group means) in each minibatch update; per iteration,
-      ``predictor_steps`` = 25 steps of Eq. 7 on the memory (``memory_rows``, the mean
-      memory of the timed SELLF iterations), the acceptance probabilities of the memory
-      and the batch under the current and 10 stored policies, and one policy snapshot.
+      ``predictor_steps`` = 25 steps of Eq. 7, each on SELLF's default
+      ``predictor_batch_size`` rows of the memory (``memory_rows``, the mean memory of
+      the timed SELLF iterations; the whole memory when that is None or larger), the
+      acceptance probabilities of the rows those steps read and of the batch under the
+      current and 10 stored policies, and one policy snapshot.
     """
     import copy
     import math
@@ -307,11 +309,20 @@ def method_floor(args, memory_rows: float, only_ppo: bool = False) -> dict[str, 
 
     sampling = _median_s(predict, 2000) * args.batch
 
+    from rllib_fair.algorithms import get_config_class
+
     rows = max(int(memory_rows), 1)
-    mem = torch.rand(rows, obs_dim, generator=gen)
-    labels = torch.randint(0, 2, (rows,), generator=gen).float()
-    weights = torch.rand(rows, generator=gen) + 0.1
-    columns = torch.nn.functional.one_hot(torch.randint(0, 2, (rows,), generator=gen), 2).float()
+    per_step = get_config_class("SELLF")().predictor_batch_size or rows
+    per_step = min(per_step, rows)
+    used = rows if per_step == rows else min(rows, 25 * per_step)  # rows the steps read
+    mem = torch.rand(used, obs_dim, generator=gen)
+    labels = torch.randint(0, 2, (used,), generator=gen).float()
+    weights = torch.rand(used, generator=gen) + 0.1
+    columns = torch.nn.functional.one_hot(torch.randint(0, 2, (used,), generator=gen), 2).float()
+    if per_step == rows:  # the whole memory in every step
+        picks = [slice(None)] * 25
+    else:
+        picks = [torch.randperm(used, generator=gen)[:per_step] for _ in range(25)]
     opt = torch.optim.Adam(phi.parameters(), lr=1e-2, foreach=True)
     policies = [_mlp(sizes, n_actions).requires_grad_(False) for _ in range(11)]
     batch_obs = torch.rand(args.batch, obs_dim, generator=gen)
@@ -321,12 +332,13 @@ def method_floor(args, memory_rows: float, only_ppo: bool = False) -> dict[str, 
             for obs in (mem, batch_obs):
                 for policy in policies:
                     torch.softmax(policy(obs), -1)
-        for _ in range(25):
+        for pick in picks:
             opt.zero_grad(set_to_none=True)
+            w, cols = weights[pick], columns[pick]
             losses = torch.nn.functional.binary_cross_entropy_with_logits(
-                phi(mem).squeeze(-1), labels, reduction="none"
+                phi(mem[pick]).squeeze(-1), labels[pick], reduction="none"
             )
-            ((weights * losses) @ columns / (weights @ columns)).sum().backward()
+            ((w * losses) @ cols / (w @ cols)).sum().backward()
             opt.step()
         copy.deepcopy(policies[0])
 

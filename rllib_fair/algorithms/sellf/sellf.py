@@ -63,7 +63,9 @@ class SELLFConfig(FairPPOConfig):
         predictor_lr: Adam learning rate of phi (App. E: 1e-2).
         predictor_lr_decay: per-iteration exponential decay of it (App. E: 0.95).
         predictor_steps: gradient steps of phi per iteration (App. E: 25).
-        predictor_batch_size: memory samples per predictor step (None: all).
+        predictor_batch_size: memory samples per predictor step (Alg. 1 samples a
+            minibatch from M for each step; 64, App. E's minibatch size and the
+            authors' code; None: the whole memory).
         memory_size: most recent accepted samples kept (the reference keeps all).
         policy_store_size: most recent policy snapshots kept.
         policy_samples: stored policies drawn for the acceptance probability (App. E: 10).
@@ -175,7 +177,7 @@ class SELLFConfig(FairPPOConfig):
         self.predictor_lr: float = 1e-2
         self.predictor_lr_decay: float = 0.95
         self.predictor_steps: int = 25
-        self.predictor_batch_size: int | None = None
+        self.predictor_batch_size: int | None = 64
         self.memory_size: int = 200_000
         self.policy_store_size: int = 500
         self.policy_samples: int = 10

@@ -9,7 +9,9 @@ metric and setting, each method's mean with its interval, the paper's value as a
 and, when the plan follows training curves, ``<plan>_curves.png``
 (:mod:`rllib_fair.reproduce.curves`).
 
-Cells of another budget than the plan's (an older run) are left out and counted. For a
+Stale cells, of another budget than the plan's or (where the cell records it) another
+setup (:meth:`~rllib_fair.reproduce.plan.Plan.setup`), are left out and counted; a run
+trains them again. For a
 method with a ``grid`` the ``selection`` rule picks one point per setting on the points'
 metric means over seeds (:func:`select_points`); the README names each choice, and the
 tables, claims and figure use the chosen point's cells only.
@@ -37,8 +39,20 @@ def cell_path(out: Path, plan: Plan, cell: Cell) -> Path:
     return cells_dir(out, plan) / f"{cell.id}.json"
 
 
+def current(row: dict, plan: Plan, cell: Cell) -> bool:
+    """Whether a cell file's row was run as the plan now says.
+
+    At the plan's budget and, where the row records its setup (cells written since
+    2026-11-29), with that setup (:meth:`~rllib_fair.reproduce.plan.Plan.setup`). Older
+    rows record none and are taken at their budget.
+    """
+    if row.get("budget") != plan.budget_for(cell):
+        return False
+    return "setup" not in row or row["setup"] == plan.setup(cell)
+
+
 def read_cells(out: Path, plan: Plan) -> tuple[list[dict], int]:
-    """The plan's finished cells at its budget, and how many files were of another budget."""
+    """The plan's current cells, and how many files were stale (another budget or setup)."""
     rows, stale = [], 0
     for path in sorted(cells_dir(out, plan).glob("*.json")):
         row = json.loads(path.read_text())
@@ -47,7 +61,7 @@ def read_cells(out: Path, plan: Plan) -> tuple[list[dict], int]:
             continue
         if cell.get("point", "") not in plan.points(cell["method"]):
             continue  # a point the plan's grid no longer has
-        if row.get("budget") != plan.budget_for(Cell(**cell)):
+        if not current(row, plan, Cell(**cell)):
             stale += 1
             continue
         rows.append(row)
@@ -55,12 +69,12 @@ def read_cells(out: Path, plan: Plan) -> tuple[list[dict], int]:
 
 
 def finished(out: Path, plan: Plan, cell: Cell) -> bool:
-    """Whether ``cell`` has a result file at the plan's budget."""
+    """Whether ``cell`` has a current result file (:func:`current`); a stale one reruns."""
     path = cell_path(out, plan, cell)
     if not path.is_file():
         return False
     try:
-        return json.loads(path.read_text()).get("budget") == plan.budget_for(cell)
+        return current(json.loads(path.read_text()), plan, cell)
     except (OSError, ValueError):
         return False
 
@@ -244,8 +258,8 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
     lines += [
         f"- Plan: `{plan.name}` (`rllib-fair reproduce {plan.name}`); budget: {budget}.",
         f"- Cells finished: {merged.n_cells} of {len(plan.cells())} "
-        f"(seeds {', '.join(map(str, seeds)) or '-'}); cells of another budget left out: "
-        f"{merged.stale}.",
+        f"(seeds {', '.join(map(str, seeds)) or '-'}); stale cells (another budget or "
+        f"setup) left out: {merged.stale}.",
         f"- Evaluation: `{plan.evaluation['evaluator']}`: {_protocol(plan.evaluation)}.",
         f"- CPU-hours spent: {merged.cpu_hours:.2f}; mean per cell "
         f"{_duration(merged.mean_cell_hours)} (the cell's own training and evaluation, "

@@ -65,6 +65,7 @@ what is valid.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,9 +196,7 @@ class Plan:
 
     def example_path(self, cell: Cell, root: Path) -> Path:
         """The tuned example a cell starts from (the method's template, else the plan's)."""
-        template = self.methods[cell.method].get("example", self.example)
-        setting = self.settings[cell.setting].get("example_setting", cell.setting)
-        return root / template.format(method=cell.method, setting=setting)
+        return root / self.setup(cell)["example"]
 
     def overrides(self, cell: Cell) -> dict[str, Any]:
         """The config overrides of ``cell``: the method's, the setting's, then the cell's."""
@@ -210,6 +209,26 @@ class Plan:
         out.update(self.points(cell.method)[cell.point])
         out["seed"] = cell.seed
         return out
+
+    def setup(self, cell: Cell) -> dict[str, Any]:
+        """What the plan decides about ``cell``'s run, as its result file records it.
+
+        The tuned example's path, the config overrides, the ``env_config`` entries, the
+        budget and the evaluation protocol, in JSON types. A cell file whose recorded
+        setup differs from this is stale (:func:`rllib_fair.reproduce.merge.finished`):
+        the plan changed after it ran. The example's own contents and the package's
+        defaults are not part of it (the file's ``provenance.commit`` names the code).
+        """
+        setting = self.settings[cell.setting].get("example_setting", cell.setting)
+        template = self.methods[cell.method].get("example", self.example)
+        setup = {
+            "example": template.format(method=cell.method, setting=setting),
+            "overrides": self.overrides(cell),
+            "env_config": self.env_config(cell),
+            "budget": self.budget_for(cell),
+            "evaluation": self.evaluation,
+        }
+        return json.loads(json.dumps(setup, sort_keys=True, default=str))
 
     def env_config(self, cell: Cell) -> dict[str, Any]:
         """The ``env_config`` entries ``cell`` sets over its tuned example's: method, setting."""

@@ -22,7 +22,7 @@ import torch
 import yaml
 
 from rllib_fair.reproduce import stats
-from rllib_fair.reproduce.merge import cell_path, merge, projected_wall_hours
+from rllib_fair.reproduce.merge import cell_path, finished, merge, projected_wall_hours
 from rllib_fair.reproduce.plan import Cell, PlanError, load_plan, parse_plan, shipped_plans
 
 torch.set_num_threads(1)
@@ -432,6 +432,30 @@ def test_tiny_plan_killed_then_resumed(tmp_path):
     assert (cells / "ppo__lending__s0.json").is_file()
     assert not (cells / "pocar__lending__s0.json").exists()
     assert "Cells finished: 3 of 4" in (out / "tiny" / "README.md").read_text()
+    # every cell records the setup the plan gave it; a plan edited afterwards makes the
+    # cells it changes stale (left out of the merge, trained again by the next run)
+    for c in plan.cells():
+        if (cells / f"{c.id}.json").is_file():
+            assert json.loads((cells / f"{c.id}.json").read_text())["setup"] == plan.setup(c)
+    edited = {
+        **TINY,
+        "methods": {**TINY["methods"], "ppo": {"label": "G-PPO", "config": {"lr": 1e-3}}},
+    }
+    plan_file.write_text(yaml.safe_dump(edited))
+    plan2 = load_plan(plan_file)
+    merged = merge(out, plan2, plots=False)
+    assert (merged.n_cells, merged.stale) == (1, 2)  # pocar s1 current; ppo s0, s1 stale
+    assert (
+        "stale cells (another budget or setup) left out: 2"
+        in (out / "tiny" / "README.md").read_text()
+    )
+    assert not finished(out, plan2, Cell("ppo", "lending", 1))
+    assert finished(out, plan2, Cell("pocar", "lending", 1))
+    # a cell written before cells recorded their setup is taken at its budget
+    legacy = json.loads((cells / "ppo__lending__s1.json").read_text())
+    del legacy["setup"]
+    (cells / "ppo__lending__s1.json").write_text(json.dumps(legacy))
+    assert finished(out, plan2, Cell("ppo", "lending", 1))
 
 
 @pytest.mark.parametrize("flag", ["--methods", "--settings"])

@@ -194,9 +194,18 @@ class Plan:
         """The method's label in tables and figures."""
         return str(self.methods[method].get("label", method))
 
+    def example_file(self, cell: Cell) -> str:
+        """The tuned example a cell starts from, relative to the repository.
+
+        The method's template, else the plan's, filled with the method and setting.
+        """
+        template = self.methods[cell.method].get("example", self.example)
+        setting = self.settings[cell.setting].get("example_setting", cell.setting)
+        return template.format(method=cell.method, setting=setting)
+
     def example_path(self, cell: Cell, root: Path) -> Path:
-        """The tuned example a cell starts from (the method's template, else the plan's)."""
-        return root / self.setup(cell)["example"]
+        """The tuned example a cell starts from, under ``root``."""
+        return root / self.example_file(cell)
 
     def overrides(self, cell: Cell) -> dict[str, Any]:
         """The config overrides of ``cell``: the method's, the setting's, then the cell's."""
@@ -219,10 +228,8 @@ class Plan:
         the plan changed after it ran. The example's own contents and the package's
         defaults are not part of it (the file's ``provenance.commit`` names the code).
         """
-        setting = self.settings[cell.setting].get("example_setting", cell.setting)
-        template = self.methods[cell.method].get("example", self.example)
         setup = {
-            "example": template.format(method=cell.method, setting=setting),
+            "example": self.example_file(cell),
             "overrides": self.overrides(cell),
             "env_config": self.env_config(cell),
             "budget": self.budget_for(cell),

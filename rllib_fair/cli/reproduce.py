@@ -16,6 +16,7 @@ seconds. When the trials end, the plan's tables, claims and figure are merged
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import subprocess
@@ -26,6 +27,7 @@ from pathlib import Path
 from rllib_fair.cli.runner import plain_tune_output
 from rllib_fair.reproduce.merge import cell_path, finished, merge
 from rllib_fair.reproduce.plan import Cell, Plan, PlanError, load_plan
+from rllib_fair.reproduce.sharing import schedule
 
 #: The checkout whose tuned examples the plans start from.
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +67,10 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
     )
     evaluator = EVALUATORS[plan.evaluation["evaluator"]]()
     config = evaluator.configure(exp.config.copy(copy_frozen=False), plan.evaluation)
+    # an algorithm that can prove some keys inert (rllib_fair.reproduce.sharing) reports
+    # a learner metric that is 0 only then; its largest value over the run is kept
+    inert = getattr(config, "INERT_GRID", None)
+    inert_max = 0.0
     start = time.time()
     algo = config.build_algo()
     steps, last = 0, {}
@@ -73,6 +79,8 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
         while steps < plan.budget_for(cell):
             last = algo.train()
             steps = int(last[NUM_ENV_STEPS_SAMPLED_LIFETIME])
+            if inert is not None:
+                inert_max = max(inert_max, _learner_max(last, inert["metric"]))
             if recorder is not None:
                 recorder.add(steps, last)
             if progress is not None:
@@ -95,7 +103,25 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
     }
     if recorder is not None:
         row["curves"] = recorder.binned()
+    if inert is not None:
+        row["inert"] = {
+            "metric": inert["metric"],
+            "keys": list(inert["keys"]),
+            "max": inert_max if math.isfinite(inert_max) else None,
+        }
     return row
+
+
+def _learner_max(result: dict, metric: str) -> float:
+    """The largest value of a learner metric over the result's modules (inf: none)."""
+    values = [
+        float(v[metric])
+        for v in (result.get("learners") or {}).values()
+        if isinstance(v, dict) and metric in v
+    ]
+    if not values or any(math.isnan(v) for v in values):
+        return math.inf
+    return max(values)
 
 
 #: Seconds between a running cell's progress reports.
@@ -174,10 +200,12 @@ class Progress:
         )
 
 
-def _writer_callback(out: Path, plan: Plan, progress: Progress, failures: list):
+def _writer_callback(
+    out: Path, plan: Plan, progress: Progress, failures: list, provenance: dict | None = None
+):
     from ray.tune import Callback
 
-    provenance = _provenance()
+    provenance = provenance or _provenance()
 
     class CellWriter(Callback):
         """Writes each finished cell's row as its trial completes."""
@@ -209,6 +237,45 @@ def _writer_callback(out: Path, plan: Plan, progress: Progress, failures: list):
     return CellWriter()
 
 
+def _write_copies(out: Path, plan: Plan, copies: list[dict], provenance, progress) -> None:
+    """Writes the rows of grid points a proven-inert run stands for (see sharing)."""
+    for row in copies:
+        write_cell(out, plan, row, provenance)
+        progress.done += 1
+        print(
+            f"[{plan.name}] {progress.done}/{progress.total} cells | "
+            f"{Cell(**row['cell']).id}: copied from {row['same_as']} (its training proved "
+            f"{', '.join(row['inert']['keys'])} inert: {row['inert']['metric']} was 0 "
+            "throughout)",
+            flush=True,
+        )
+
+
+def _fit(plan, cells, out, progress, provenance, failures, storage_path, max_concurrent):
+    """Runs ``cells`` as one Tune experiment, writing each row as its trial ends."""
+    from ray import tune
+
+    if not cells:
+        return
+    trainable = tune.with_resources(
+        tune.with_parameters(_cell_trainable, plan=plan, root=str(ROOT)),
+        {"cpu": plan.cell_cpus},
+    )
+    tuner = tune.Tuner(
+        trainable,
+        param_space={"cell": tune.grid_search([c.to_dict() for c in cells])},
+        tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent),
+        run_config=tune.RunConfig(
+            name=f"reproduce_{plan.name}_{int(time.time())}",
+            storage_path=storage_path,
+            callbacks=[_writer_callback(out, plan, progress, failures, provenance)],
+            verbose=0,
+        ),
+    )
+    with plain_tune_output():
+        tuner.fit()
+
+
 def run_plan(
     plan: Plan,
     out: Path = DEFAULT_OUT,
@@ -225,8 +292,6 @@ def run_plan(
     ``seeds``, ``methods`` and ``settings`` select the cells to run (default: all of the
     plan's); the merge always covers every finished cell of the plan.
     """
-    from ray import tune
-
     cells = [
         c
         for c in plan.cells(seeds)
@@ -248,23 +313,22 @@ def run_plan(
     failures: list[str] = []
     if pending:
         progress = Progress(plan, len(cells), done, spent)
-        trainable = tune.with_resources(
-            tune.with_parameters(_cell_trainable, plan=plan, root=str(ROOT)),
-            {"cpu": plan.cell_cpus},
-        )
-        tuner = tune.Tuner(
-            trainable,
-            param_space={"cell": tune.grid_search([c.to_dict() for c in pending])},
-            tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent),
-            run_config=tune.RunConfig(
-                name=f"reproduce_{plan.name}_{int(time.time())}",
-                storage_path=storage_path,
-                callbacks=[_writer_callback(out, plan, progress, failures)],
-                verbose=0,
-            ),
-        )
-        with plain_tune_output():
-            tuner.fit()
+        provenance = _provenance()
+        now, later, copies = schedule(out, plan, pending)
+        _write_copies(out, plan, copies, provenance, progress)
+        if later:
+            print(
+                f"[{plan.name}] {len(later)} grid points wait for their group's first run: "
+                "if it proves the grid's keys inert, they are copied from it",
+                flush=True,
+            )
+        _fit(plan, now, out, progress, provenance, failures, storage_path, max_concurrent)
+        if later:
+            _, _, copies = schedule(out, plan, later)
+            _write_copies(out, plan, copies, provenance, progress)
+            # a group whose first run proved nothing (or failed) trains all its points
+            now = [c for c in later if not finished(out, plan, c)]
+            _fit(plan, now, out, progress, provenance, failures, storage_path, max_concurrent)
     merged = merge(out, plan, plots=plots)
     print(f"[{plan.name}] merged {merged.n_cells} cells into {out / plan.name / 'README.md'}")
     for claim in plan.claims:

@@ -14,7 +14,9 @@ setup (:meth:`~rllib_fair.reproduce.plan.Plan.setup`), are left out and counted;
 trains them again. For a
 method with a ``grid`` the ``selection`` rule picks one point per setting on the points'
 metric means over seeds (:func:`select_points`); the README names each choice, and the
-tables, claims and figure use the chosen point's cells only.
+tables, claims and figure use the chosen point's cells only. Cells copied from a run that
+proved its grid keys inert (:mod:`rllib_fair.reproduce.sharing`) count as finished and
+enter the tables; they are left out of the time per cell.
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ class Merged:
     claims: dict[str, dict] = field(default_factory=dict)
     n_cells: int = 0
     stale: int = 0
+    #: cells copied from a run that proved its grid keys inert (not trained)
+    copies: int = 0
     cpu_hours: float = 0.0
     mean_cell_hours: float = float("nan")
     #: ``{method: mean wall hours of its finished cells}``
@@ -220,10 +224,13 @@ def merge(out: Path, plan: Plan, *, plots: bool = True) -> Merged:
                 merged.intervals[(setting, method, metric)] = stats.mean_interval(values.values())
     merged.claims = evaluate_claims(plan, rows)
     merged.cpu_hours = sum(float(r.get("cpu_hours", 0.0)) for r in every)
-    if every:
-        merged.mean_cell_hours = sum(float(r["wall_s"]) for r in every) / len(every) / 3600.0
+    # copies of a proven-inert run (rllib_fair.reproduce.sharing) trained nothing
+    trained = [r for r in every if "same_as" not in r]
+    merged.copies = len(every) - len(trained)
+    if trained:
+        merged.mean_cell_hours = sum(float(r["wall_s"]) for r in trained) / len(trained) / 3600.0
         for method in plan.methods:
-            walls = [float(r["wall_s"]) for r in every if r["cell"]["method"] == method]
+            walls = [float(r["wall_s"]) for r in trained if r["cell"]["method"] == method]
             if walls:
                 merged.method_hours[method] = sum(walls) / len(walls) / 3600.0
     folder = Path(out) / plan.name
@@ -259,7 +266,14 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
         f"- Plan: `{plan.name}` (`rllib-fair reproduce {plan.name}`); budget: {budget}.",
         f"- Cells finished: {merged.n_cells} of {len(plan.cells())} "
         f"(seeds {', '.join(map(str, seeds)) or '-'}); stale cells (another budget or "
-        f"setup) left out: {merged.stale}.",
+        f"setup) left out: {merged.stale}"
+        + (
+            f"; {merged.copies} of the finished are copies of a run whose training proved "
+            "the grid's keys inert (`share_inert_grid`; not trained)"
+            if merged.copies
+            else ""
+        )
+        + ".",
         f"- Evaluation: `{plan.evaluation['evaluator']}`: {_protocol(plan.evaluation)}.",
         f"- CPU-hours spent: {merged.cpu_hours:.2f}; mean per cell "
         f"{_duration(merged.mean_cell_hours)} (the cell's own training and evaluation, "

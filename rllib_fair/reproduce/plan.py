@@ -16,6 +16,7 @@ A plan is a YAML file (the shipped ones live in ``rllib_fair/reproduce/plans/``)
       appo: {label: A-PPO, example: "tuned_examples/pocar/{setting}-appo.yaml"}
       myopic: {label: Myopic, budget: 1000}  # a method that learns nothing: its own budget
       sellf: {label: SELLF, grid: {beta_1: [1, 5], beta_2: [0.01, 0.1]}}  # a grid (below)
+      pocar: {label: POCAR, grid: {...}, share_inert_grid: true}  # (below)
     settings:                               # setting key -> its notion and optional overrides
       lending: {notion: equal_opportunity, env_config: {...}}
       fico_ap: {notion: accuracy_parity, example_setting: lending_fico}  # {setting} in examples
@@ -57,6 +58,12 @@ without a ``+``), so it is a safe file stem and stays the same while the grid ke
 point. The merge then picks one point per (method, setting) by the ``selection`` rule
 (:mod:`rllib_fair.fairness.selection`) on the points' metric means over seeds, and the
 tables and claims use the chosen point's cells.
+
+With ``share_inert_grid: true`` a grid method trains one point per (setting, seed) first;
+when that run proves the grid's keys had no effect (its algorithm's ``INERT_GRID``
+metric was 0 throughout, e.g. POCAR regularised by a disparity that is 0 by
+construction), the other points are written as copies of it instead of trained
+(:mod:`rllib_fair.reproduce.sharing`).
 
 Every bad entry raises :class:`PlanError` with one line naming the key, the bad value and
 what is valid.
@@ -451,7 +458,9 @@ def parse_plan(data: Any, source: str = "") -> Plan:
             if not isinstance(k, str) or "__" in k or not k:
                 raise _fail(f"{section} key", k, "a non-empty name without '__'")
             allowed = {"label", "config", "env_config", "notion"} | (
-                {"example", "budget", "grid"} if section == "methods" else {"example_setting"}
+                {"example", "budget", "grid", "share_inert_grid"}
+                if section == "methods"
+                else {"example_setting"}
             )
             if section == "methods" and "budget" in v:
                 _int(f"methods.{k}.budget", v["budget"], 1)
@@ -459,6 +468,15 @@ def parse_plan(data: Any, source: str = "") -> Plan:
                 raise _fail(f"{section}.{k}", v, "a mapping of " + ", ".join(sorted(allowed)))
             if section == "methods" and "grid" in v:
                 _grid(k, v["grid"])
+            if section == "methods" and "share_inert_grid" in v:
+                if not isinstance(v["share_inert_grid"], bool):
+                    raise _fail(
+                        f"methods.{k}.share_inert_grid", v["share_inert_grid"], "true or false"
+                    )
+                if v["share_inert_grid"] and "grid" not in v:
+                    raise _fail(
+                        f"methods.{k}.share_inert_grid", True, "false, or a method with a grid"
+                    )
             if section == "settings" and not isinstance(v.get("example_setting", "x"), str):
                 raise _fail(f"settings.{k}.example_setting", v["example_setting"], "a name")
             if not str(v.get("example", ".yaml")).endswith(".yaml"):

@@ -84,6 +84,61 @@ def test_regularize_advantages_paper_form_is_eq_28():
     np.testing.assert_allclose(out, a + 2.0 * vt + 3.0 * div, atol=1e-6)
 
 
+@pytest.mark.parametrize("normalization", ["minmax", "none"])
+def test_regularizer_terms_vanish_exactly_when_the_disparity_gives_nothing_to_weigh(normalization):
+    """A run whose terms are all 0 did not depend on beta_1 and beta_2 (INERT_GRID)."""
+    from rllib_fair.algorithms.pocar.torch.pocar_torch_learner import regularizer_terms
+
+    mask = torch.tensor([True, True, True, False])
+    kw = {"omega": 0.05, "normalization": normalization, "timing": "post", "dtype": torch.float32}
+    # Delta identically 0 (the accepted-only EO disparity): both terms are exactly 0, and
+    # so is every beta's contribution
+    zero = t([0.0, 0.0, 0.0, 0.0])
+    vt, div = regularizer_terms(zero, zero, mask, **kw)
+    assert torch.equal(vt, torch.zeros(4)) and torch.equal(div, torch.zeros(4))
+    a = t([0.3, -1.0, 2.0, 5.0])
+    outs = [
+        regularize_advantages(
+            a,
+            zero,
+            zero,
+            mask,
+            beta_0=1.0,
+            beta_1=b1,
+            beta_2=b2,
+            omega=0.05,
+            normalization=normalization,
+            timing="post",
+        )
+        for b1, b2 in ((1.0, 1.0), (10.0, 5.0))
+    ]
+    assert torch.equal(outs[0], outs[1])
+    # a violation in one step: the terms are not 0, and the betas change the advantage
+    d = t([0.0, 0.2, 0.0, 0.0])
+    vt, div = regularizer_terms(d, zero, mask, **kw)
+    assert float(torch.maximum(vt[mask].abs().max(), div[mask].abs().max())) > 0
+    outs = [
+        regularize_advantages(
+            a,
+            d,
+            zero,
+            mask,
+            beta_0=1.0,
+            beta_1=b1,
+            beta_2=b2,
+            omega=0.05,
+            normalization=normalization,
+            timing="post",
+        )
+        for b1, b2 in ((1.0, 1.0), (10.0, 5.0))
+    ]
+    assert not torch.allclose(outs[0], outs[1])
+    # a constant violation is 0 after min-max normalisation, not in the paper's form
+    const = t([0.2, 0.2, 0.2, 0.2])
+    vt, _ = regularizer_terms(const, const, mask, **kw)
+    assert (float(vt[mask].abs().max()) == 0.0) == (normalization == "minmax")
+
+
 def test_regularize_advantages_minmax_form_hand_computed():
     a = t([0.0, 1.0, 2.0, 99.0])
     d = t([0.0, 0.0, 0.1, 0.0])  # only step 2 violates

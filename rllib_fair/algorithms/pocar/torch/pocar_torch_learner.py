@@ -7,8 +7,49 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 
 from rllib_fair.algorithms.common.advantages import minmax, pocar_terms
+from rllib_fair.algorithms.pocar.pocar import REGULARIZER_MAX
 from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
+
+
+def regularizer_terms(
+    disparity: torch.Tensor,
+    disparity_prev: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    omega: float,
+    normalization: str,
+    timing: str,
+    dtype: torch.dtype,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The value-thresholding and decrease-in-violation terms as they are weighted.
+
+    Eq. 28's terms for ``"none"``; each min-max normalised over the minibatch for
+    ``"minmax"`` (a term constant over the minibatch, e.g. identically 0, becomes 0).
+    """
+    vt, div = pocar_terms(disparity.to(dtype), disparity_prev.to(dtype), omega, timing)
+    if normalization == "none":
+        return vt, div
+    return minmax(vt, mask), minmax(div, mask)
+
+
+def combine_advantages(
+    advantages: torch.Tensor,
+    vt: torch.Tensor,
+    div: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    beta_0: float,
+    beta_1: float,
+    beta_2: float,
+    normalization: str,
+) -> torch.Tensor:
+    """The weighted sum of PPO's advantage and the terms of :func:`regularizer_terms`."""
+    if normalization == "none":
+        return beta_0 * advantages + beta_1 * vt + beta_2 * div  # Eq. 28
+    combined = beta_0 * minmax(advantages, mask) + beta_1 * vt + beta_2 * div
+    valid = combined[mask]
+    return (combined - valid.mean()) / (valid.std() + 1e-8)
 
 
 def regularize_advantages(
@@ -25,16 +66,25 @@ def regularize_advantages(
     timing: str,
 ) -> torch.Tensor:
     """POCAR's regularised advantage for one minibatch (Eq. 28; see the POCAR config module)."""
-    disparity = disparity.to(advantages.dtype)
-    disparity_prev = disparity_prev.to(advantages.dtype)
-    vt, div = pocar_terms(disparity, disparity_prev, omega, timing)
-    if normalization == "none":
-        return beta_0 * advantages + beta_1 * vt + beta_2 * div  # Eq. 28
-    combined = (
-        beta_0 * minmax(advantages, mask) + beta_1 * minmax(vt, mask) + beta_2 * minmax(div, mask)
+    vt, div = regularizer_terms(
+        disparity,
+        disparity_prev,
+        mask,
+        omega=omega,
+        normalization=normalization,
+        timing=timing,
+        dtype=advantages.dtype,
     )
-    valid = combined[mask]
-    return (combined - valid.mean()) / (valid.std() + 1e-8)
+    return combine_advantages(
+        advantages,
+        vt,
+        div,
+        mask,
+        beta_0=beta_0,
+        beta_1=beta_1,
+        beta_2=beta_2,
+        normalization=normalization,
+    )
 
 
 class POCARTorchLearner(FairPPOTorchLearner):
@@ -49,17 +99,33 @@ class POCARTorchLearner(FairPPOTorchLearner):
                 "fairness_columns true and the FairnessMetricsCallback installed"
             )
         mask = self.valid_mask(batch)
-        new_adv = regularize_advantages(
-            batch[Postprocessing.ADVANTAGES],
+        advantages = batch[Postprocessing.ADVANTAGES]
+        vt, div = regularizer_terms(
             batch[keys.COL_DISPARITY],
             batch[keys.COL_DISPARITY_PREV],
+            mask,
+            omega=config.omega,
+            normalization=config.advantage_normalization,
+            timing=config.delta_timing,
+            dtype=advantages.dtype,
+        )
+        # 0 over a whole run proves the run did not depend on beta_1 and beta_2
+        # (POCARConfig.INERT_GRID); a max over the iteration's minibatches and learners
+        self.metrics.log_value(
+            (module_id, REGULARIZER_MAX),
+            torch.maximum(vt[mask].abs().max(), div[mask].abs().max()).detach(),
+            reduce="max",
+            clear_on_reduce=True,
+        )
+        new_adv = combine_advantages(
+            advantages,
+            vt,
+            div,
             mask,
             beta_0=config.beta_0,
             beta_1=config.beta_1,
             beta_2=config.beta_2,
-            omega=config.omega,
             normalization=config.advantage_normalization,
-            timing=config.delta_timing,
         )
         batch = dict(batch)
         batch[Postprocessing.ADVANTAGES] = new_adv

@@ -110,10 +110,12 @@ class POCARTorchLearner(FairPPOTorchLearner):
             dtype=advantages.dtype,
         )
         # 0 over a whole run proves the run did not depend on beta_1 and beta_2
-        # (POCARConfig.INERT_GRID); a max over the iteration's minibatches and learners
+        # (POCARConfig.INERT_GRID); a max over the iteration's minibatches and learners.
+        # NaN becomes inf: RLlib's max skips NaNs, and a NaN term proves nothing.
+        largest = torch.maximum(vt[mask].abs().max(), div[mask].abs().max()).detach()
         self.metrics.log_value(
             (module_id, REGULARIZER_MAX),
-            torch.maximum(vt[mask].abs().max(), div[mask].abs().max()).detach(),
+            torch.nan_to_num(largest, nan=float("inf")),
             reduce="max",
             clear_on_reduce=True,
         )

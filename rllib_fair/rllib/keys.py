@@ -116,6 +116,12 @@ LABEL_PREDICTION = "fair_label_prob"
 # ``custom_data``) because RLlib slices episodes across learners and slices keep infos.
 INFO_DISPARITY = "fair_step_disparity"
 
+# POCAR's learner metric (``learners/<module>/pocar_regularizer_max``): per iteration, the
+# largest absolute value either regularising term took as it entered the advantages
+# (after min-max normalisation in the reference form), over the iteration's minibatches
+# and learners; 0 at every iteration shows the run did not depend on beta_1 and beta_2.
+POCAR_REGULARIZER_MAX = "pocar_regularizer_max"
+
 COLUMNS = (COL_COUNTS, COL_GROUP, COL_DECISION, COL_LABEL, COL_LABEL_OBSERVED, COL_VALID)
 
 

@@ -97,41 +97,31 @@ def test_regularizer_terms_vanish_exactly_when_the_disparity_gives_nothing_to_we
     vt, div = regularizer_terms(zero, zero, mask, **kw)
     assert torch.equal(vt, torch.zeros(4)) and torch.equal(div, torch.zeros(4))
     a = t([0.3, -1.0, 2.0, 5.0])
-    outs = [
-        regularize_advantages(
-            a,
-            zero,
-            zero,
-            mask,
-            beta_0=1.0,
-            beta_1=b1,
-            beta_2=b2,
-            omega=0.05,
-            normalization=normalization,
-            timing="post",
-        )
-        for b1, b2 in ((1.0, 1.0), (10.0, 5.0))
-    ]
+
+    def under_two_betas(disparity):
+        return [
+            regularize_advantages(
+                a,
+                disparity,
+                zero,
+                mask,
+                beta_0=1.0,
+                beta_1=b1,
+                beta_2=b2,
+                omega=0.05,
+                normalization=normalization,
+                timing="post",
+            )
+            for b1, b2 in ((1.0, 1.0), (10.0, 5.0))
+        ]
+
+    outs = under_two_betas(zero)
     assert torch.equal(outs[0], outs[1])
     # a violation in one step: the terms are not 0, and the betas change the advantage
     d = t([0.0, 0.2, 0.0, 0.0])
     vt, div = regularizer_terms(d, zero, mask, **kw)
     assert float(torch.maximum(vt[mask].abs().max(), div[mask].abs().max())) > 0
-    outs = [
-        regularize_advantages(
-            a,
-            d,
-            zero,
-            mask,
-            beta_0=1.0,
-            beta_1=b1,
-            beta_2=b2,
-            omega=0.05,
-            normalization=normalization,
-            timing="post",
-        )
-        for b1, b2 in ((1.0, 1.0), (10.0, 5.0))
-    ]
+    outs = under_two_betas(d)
     assert not torch.allclose(outs[0], outs[1])
     # a constant violation is 0 after min-max normalisation, not in the paper's form
     const = t([0.2, 0.2, 0.2, 0.2])

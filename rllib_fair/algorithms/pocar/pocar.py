@@ -32,16 +32,11 @@ from ray.rllib.utils.annotations import override
 from rllib_fair.algorithms.common.setters import set_provided
 from rllib_fair.algorithms.ppo.ppo import FairPPOConfig
 from rllib_fair.rllib.annotators import StepDisparity
+from rllib_fair.rllib.keys import POCAR_REGULARIZER_MAX
 from rllib_fair.rllib.targets import STEP_DISPARITY, OwnMetrics
 from rllib_fair.settings import choice, number
 
 NORMALIZATIONS = ("minmax", "none")
-
-#: The learner metric (``learners/<module>/pocar_regularizer_max``) that shows whether a
-#: run depended on ``beta_1`` and ``beta_2``: per iteration, the largest absolute value
-#: either regularising term took as it entered the advantages (after min-max
-#: normalisation in the reference form), over the iteration's minibatches and learners.
-REGULARIZER_MAX = "pocar_regularizer_max"
 TIMINGS = ("post", "pre")
 
 
@@ -69,13 +64,14 @@ class POCARConfig(FairPPOConfig):
         note="the env's reward; advantages regularised by Delta_t against omega (Eq. 28)",
     )
 
-    #: A run whose :data:`REGULARIZER_MAX` was 0 at every iteration trained exactly as it
-    #: would have with any other ``beta_1`` and ``beta_2`` (both multiply terms that were
-    #: 0 throughout; e.g. the accepted-only equal-opportunity disparity, which is 0 by
-    #: construction). ``rllib-fair reproduce`` copies such a run to the grid's other
-    #: points instead of training them (a plan method's ``share_inert_grid``).
-    INERT_GRID = {"metric": REGULARIZER_MAX, "keys": ("beta_1", "beta_2")}
-    REPORTED_KEYS = (f"learners/*/{REGULARIZER_MAX}",)
+    #: A run whose learner metric ``pocar_regularizer_max`` (:mod:`rllib_fair.rllib.keys`)
+    #: was 0 at every iteration trained exactly as it would have with any other
+    #: ``beta_1`` and ``beta_2`` (both multiply terms that were 0 throughout; e.g. the
+    #: accepted-only equal-opportunity disparity, which is 0 by construction).
+    #: ``rllib-fair reproduce`` copies such a run to the grid's other points instead of
+    #: training them (a plan method's ``share_inert_grid``).
+    INERT_GRID = {"metric": POCAR_REGULARIZER_MAX, "keys": ("beta_1", "beta_2")}
+    REPORTED_KEYS = (f"learners/*/{POCAR_REGULARIZER_MAX}",)
 
     #: Oracle label access when the regularised disparity uses true labels, else observed.
     label_access_follows_disparity_source = True

@@ -6,9 +6,13 @@ import torch
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 
-from rllib_fair.algorithms.common.advantages import minmax, pocar_terms
+from rllib_fair.algorithms.common.advantages import minmax
 from rllib_fair.algorithms.common.connectors import COL_LONG_DELTA
 from rllib_fair.algorithms.common.torch.update_means import UpdateMeanMetrics
+from rllib_fair.algorithms.pocar.torch.pocar_torch_learner import (
+    log_regularizer_max,
+    regularizer_terms,
+)
 from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
 
@@ -23,15 +27,30 @@ def long_term_terms(
     return l1, l2
 
 
-def fppol_advantages(adv, disparity, disparity_prev, w_delta, mask, *, config) -> torch.Tensor:
-    """F-PPO-L's regularised minibatch advantage (reference ``F_PPO_BD``, min-max form)."""
-    disparity = disparity.to(adv.dtype)
-    vt, div = pocar_terms(disparity, disparity_prev.to(adv.dtype), config.omega, "post")
-    l1, l2 = long_term_terms(disparity, w_delta.to(adv.dtype), config.omega)
+def fppol_terms(disparity, disparity_prev, mask, *, config, dtype) -> tuple:
+    """A-PPO's two terms as F-PPO-L weights them (post timing, min-max normalised)."""
+    return regularizer_terms(
+        disparity,
+        disparity_prev,
+        mask,
+        omega=config.omega,
+        normalization="minmax",
+        timing="post",
+        dtype=dtype,
+    )
+
+
+def fppol_advantages(adv, disparity, disparity_prev, w_delta, mask, *, config, terms=None):
+    """F-PPO-L's regularised minibatch advantage (reference ``F_PPO_BD``, min-max form).
+
+    ``terms``: :func:`fppol_terms` of the minibatch, when the caller has them already.
+    """
+    vt, div = terms or fppol_terms(disparity, disparity_prev, mask, config=config, dtype=adv.dtype)
+    l1, l2 = long_term_terms(disparity.to(adv.dtype), w_delta.to(adv.dtype), config.omega)
     combined = (
         config.beta_0 * minmax(adv, mask)
-        + config.beta_1 * minmax(vt, mask)
-        + config.beta_2 * minmax(div, mask)
+        + config.beta_1 * vt
+        + config.beta_2 * div
         + config.beta_3 * minmax(l1, mask)
         + config.beta_4 * minmax(l2, mask)
     )
@@ -51,13 +70,24 @@ class FPPOLTorchLearner(UpdateMeanMetrics, FairPPOTorchLearner):
         """Replaces the minibatch's advantages, then computes PPO's loss (no KL)."""
         mask = self.valid_mask(batch)
         batch = dict(batch)
+        adv = batch[Postprocessing.ADVANTAGES]
+        terms = fppol_terms(
+            batch[keys.COL_DISPARITY],
+            batch[keys.COL_DISPARITY_PREV],
+            mask,
+            config=config,
+            dtype=adv.dtype,
+        )
+        # as POCAR's: 0 over a run proves beta_1 and beta_2 had no effect (INERT_GRID)
+        log_regularizer_max(self.metrics, module_id, *terms, mask)
         batch[Postprocessing.ADVANTAGES] = fppol_advantages(
-            batch[Postprocessing.ADVANTAGES],
+            adv,
             batch[keys.COL_DISPARITY],
             batch[keys.COL_DISPARITY_PREV],
             batch[COL_LONG_DELTA],
             mask,
             config=config,
+            terms=terms,
         )
         valid = mask.to(torch.float32)
         w_delta = batch[COL_LONG_DELTA].detach().to(torch.float32)

@@ -7,7 +7,6 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 
 from rllib_fair.algorithms.common.advantages import minmax, pocar_terms
-from rllib_fair.algorithms.pocar.pocar import REGULARIZER_MAX
 from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
 
@@ -31,6 +30,22 @@ def regularizer_terms(
     if normalization == "none":
         return vt, div
     return minmax(vt, mask), minmax(div, mask)
+
+
+def log_regularizer_max(metrics, module_id, vt: torch.Tensor, div: torch.Tensor, mask) -> None:
+    """Logs ``pocar_regularizer_max``: the largest ``|vt|``, ``|div|`` of the minibatch.
+
+    Reduced by max over the iteration's minibatches and learners; 0 over a whole run
+    proves the run did not depend on the weights of the two terms (``INERT_GRID``). NaN
+    is logged as inf: RLlib's max skips NaNs, and a NaN term proves nothing.
+    """
+    largest = torch.maximum(vt[mask].abs().max(), div[mask].abs().max()).detach()
+    metrics.log_value(
+        (module_id, keys.POCAR_REGULARIZER_MAX),
+        torch.nan_to_num(largest, nan=float("inf")),
+        reduce="max",
+        clear_on_reduce=True,
+    )
 
 
 def combine_advantages(
@@ -109,16 +124,7 @@ class POCARTorchLearner(FairPPOTorchLearner):
             timing=config.delta_timing,
             dtype=advantages.dtype,
         )
-        # 0 over a whole run proves the run did not depend on beta_1 and beta_2
-        # (POCARConfig.INERT_GRID); a max over the iteration's minibatches and learners.
-        # NaN becomes inf: RLlib's max skips NaNs, and a NaN term proves nothing.
-        largest = torch.maximum(vt[mask].abs().max(), div[mask].abs().max()).detach()
-        self.metrics.log_value(
-            (module_id, REGULARIZER_MAX),
-            torch.nan_to_num(largest, nan=float("inf")),
-            reduce="max",
-            clear_on_reduce=True,
-        )
+        log_regularizer_max(self.metrics, module_id, vt, div, mask)
         new_adv = combine_advantages(
             advantages,
             vt,

@@ -87,7 +87,7 @@ def test_regularize_advantages_paper_form_is_eq_28():
 @pytest.mark.parametrize("normalization", ["minmax", "none"])
 def test_regularizer_terms_vanish_exactly_when_the_disparity_gives_nothing_to_weigh(normalization):
     """A run whose terms are all 0 did not depend on beta_1 and beta_2 (INERT_GRID)."""
-    from rllib_fair.algorithms.pocar.torch.pocar_torch_learner import regularizer_terms
+    from rllib_fair.algorithms.common.advantages import regularizer_terms
 
     mask = torch.tensor([True, True, True, False])
     kw = {"omega": 0.05, "normalization": normalization, "timing": "post", "dtype": torch.float32}

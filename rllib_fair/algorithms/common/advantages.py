@@ -44,3 +44,24 @@ def pocar_terms(
     vt = torch.clamp(omega - delta, max=0.0)  # Eq. 28, beta_1 term
     div = torch.clamp(delta - delta_next, max=0.0) * (delta > omega).to(delta.dtype)  # beta_2
     return vt, div
+
+
+def regularizer_terms(
+    disparity: torch.Tensor,
+    disparity_prev: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    omega: float,
+    normalization: str,
+    timing: str,
+    dtype: torch.dtype,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A-PPO's value-thresholding and decrease-in-violation terms as they are weighted.
+
+    :func:`pocar_terms` for ``"none"`` (Eq. 28); each min-max normalised over the minibatch for
+    ``"minmax"`` (a term constant over the minibatch, e.g. identically 0, becomes 0).
+    """
+    vt, div = pocar_terms(disparity.to(dtype), disparity_prev.to(dtype), omega, timing)
+    if normalization == "none":
+        return vt, div
+    return minmax(vt, mask), minmax(div, mask)

@@ -6,13 +6,10 @@ import torch
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 
-from rllib_fair.algorithms.common.advantages import minmax
+from rllib_fair.algorithms.common.advantages import minmax, regularizer_terms
 from rllib_fair.algorithms.common.connectors import COL_LONG_DELTA
+from rllib_fair.algorithms.common.torch.regularizer_max import log_regularizer_max
 from rllib_fair.algorithms.common.torch.update_means import UpdateMeanMetrics
-from rllib_fair.algorithms.pocar.torch.pocar_torch_learner import (
-    log_regularizer_max,
-    regularizer_terms,
-)
 from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
 

@@ -6,46 +6,10 @@ import torch
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 
-from rllib_fair.algorithms.common.advantages import minmax, pocar_terms
+from rllib_fair.algorithms.common.advantages import minmax, regularizer_terms
+from rllib_fair.algorithms.common.torch.regularizer_max import log_regularizer_max
 from rllib_fair.algorithms.ppo.torch.ppo_torch_learner import FairPPOTorchLearner
 from rllib_fair.rllib import keys
-
-
-def regularizer_terms(
-    disparity: torch.Tensor,
-    disparity_prev: torch.Tensor,
-    mask: torch.Tensor,
-    *,
-    omega: float,
-    normalization: str,
-    timing: str,
-    dtype: torch.dtype,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The value-thresholding and decrease-in-violation terms as they are weighted.
-
-    Eq. 28's terms for ``"none"``; each min-max normalised over the minibatch for
-    ``"minmax"`` (a term constant over the minibatch, e.g. identically 0, becomes 0).
-    """
-    vt, div = pocar_terms(disparity.to(dtype), disparity_prev.to(dtype), omega, timing)
-    if normalization == "none":
-        return vt, div
-    return minmax(vt, mask), minmax(div, mask)
-
-
-def log_regularizer_max(metrics, module_id, vt: torch.Tensor, div: torch.Tensor, mask) -> None:
-    """Logs ``pocar_regularizer_max``: the largest ``|vt|``, ``|div|`` of the minibatch.
-
-    Reduced by max over the iteration's minibatches and learners; 0 over a whole run
-    proves the run did not depend on the weights of the two terms (``INERT_GRID``). NaN
-    is logged as inf: RLlib's max skips NaNs, and a NaN term proves nothing.
-    """
-    largest = torch.maximum(vt[mask].abs().max(), div[mask].abs().max()).detach()
-    metrics.log_value(
-        (module_id, keys.POCAR_REGULARIZER_MAX),
-        torch.nan_to_num(largest, nan=float("inf")),
-        reduce="max",
-        clear_on_reduce=True,
-    )
 
 
 def combine_advantages(

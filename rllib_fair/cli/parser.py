@@ -172,7 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a reproduction plan's cells as Tune trials, then merge its tables and claims",
         formatter_class=fmt,
     )
-    r.add_argument("plan", help="a shipped plan's name, a plan YAML file, or 'list'")
+    r.add_argument(
+        "plan",
+        help="a shipped plan's name, a plan YAML file, or 'list' (every shipped plan with "
+        "its finished cells and CPU-hours under --out)",
+    )
     r.add_argument(
         "--out",
         default=None,

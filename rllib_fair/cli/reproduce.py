@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rllib_fair.cli.runner import plain_tune_output
-from rllib_fair.reproduce.merge import cell_path, finished, merge
+from rllib_fair.reproduce.merge import cell_path, finished, merge, read_cells
 from rllib_fair.reproduce.plan import Cell, Plan, PlanError, load_plan
 from rllib_fair.reproduce.sharing import schedule
 
@@ -349,9 +349,14 @@ def cmd_reproduce(args) -> int:
     if args.plan == "list":
         from rllib_fair.reproduce.plan import shipped_plans
 
+        out = Path(args.out) if args.out else DEFAULT_OUT
+        print(f"{'plan':24s} {'finished':>13s} {'CPU-hours':>9s}  title (cells under {out})")
         for name, path in shipped_plans().items():
             plan = load_plan(path)
-            print(f"{name:24s} {len(plan.cells()):4d} cells  {plan.title}")
+            rows, _ = read_cells(out, plan)
+            hours = sum(float(r.get("cpu_hours", 0.0)) for r in rows)
+            done = f"{len(rows)}/{len(plan.cells())}"
+            print(f"{name:24s} {done:>13s} {hours:9.2f}  {plan.title}")
         return 0
     try:
         plan = load_plan(args.plan)

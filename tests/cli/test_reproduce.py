@@ -474,6 +474,31 @@ def test_unknown_method_or_setting_is_one_line_before_anything_runs(tmp_path, ca
     assert not out.exists()
 
 
+def test_list_counts_each_shipped_plans_finished_cells_and_hours(tmp_path, capsys):
+    from rllib_fair.cli import main
+
+    plan = load_plan("yin2023")
+    cell = Cell("myopic", "replicator", 3)
+    row = {
+        "cell": cell.to_dict(),
+        "budget": plan.budget_for(cell),
+        "setup": plan.setup(cell),
+        "metrics": {},
+        "wall_s": 36.0,
+        "cpu_hours": 0.01,
+    }
+    path = cell_path(tmp_path, plan, cell)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(row))
+    stale = cell_path(tmp_path, plan, Cell("myopic", "replicator", 4))
+    stale.write_text(json.dumps({**row, "cell": {**row["cell"], "seed": 4}, "budget": 7}))
+    assert main(["reproduce", "list", "--out", str(tmp_path)]) == 0
+    lines = {ln.split()[0]: ln.split() for ln in capsys.readouterr().out.splitlines()[1:]}
+    assert set(lines) == set(shipped_plans())
+    assert lines["yin2023"][1:3] == ["1/60", "0.01"]  # the stale cell is not counted
+    assert lines["lear2025"][1:3] == ["0/90", "0.00"]
+
+
 @pytest.mark.ray
 def test_run_cell_reports_progress_and_the_writer_prints_it(ray_session, capsys, tmp_path):
     from types import SimpleNamespace

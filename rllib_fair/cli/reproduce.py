@@ -9,7 +9,9 @@ only), so a campaign can be stopped and continued (``--resume``, or any rerun: f
 cells are skipped), spread over a cluster (``--address``) and committed cell by cell.
 Each finished cell prints one progress line: cells done, CPU-hours spent, an estimate of
 what is left; a running cell prints its env steps every :data:`PROGRESS_EVERY_S`
-seconds. When the trials end, the plan's tables, claims and figure are merged
+seconds. A method with ``share_inert_grid`` trains one grid point per (setting, seed)
+first and its other points only where that run did not prove them identical; proven ones
+are written as copies (:mod:`rllib_fair.reproduce.sharing`). When the trials end, the plan's tables, claims and figure are merged
 (:mod:`rllib_fair.reproduce.merge`).
 """
 

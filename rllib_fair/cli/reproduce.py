@@ -96,7 +96,7 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
         "cell": cell.to_dict(),
         "example": str(path.relative_to(root)) if path.is_relative_to(root) else str(path),
         "budget": plan.budget_for(cell),
-        "setup": plan.setup(cell),
+        "setup": plan.setup(cell, root),
         "env_steps": steps,
         "metrics": metrics,
         "wall_s": round(wall, 2),

@@ -45,10 +45,10 @@ def current(row: dict, plan: Plan, cell: Cell) -> bool:
     """Whether a cell file's row was run as the plan now says.
 
     At the plan's budget and, where the row records its setup (cells written since
-    2026-11-29), with that setup (:meth:`~rllib_fair.reproduce.plan.Plan.setup`). Older
-    rows record none and are taken at their budget (the shipped cells all record one:
-    older ones had it added, marked ``setup_note``, where the plan at their commit gave
-    the same setup).
+    2026-11-29), with that setup (:meth:`~rllib_fair.reproduce.plan.Plan.setup`: the
+    plan's part and the tuned example's). Older rows record none and are taken at their
+    budget (the shipped cells all record one: older ones had it added, marked
+    ``setup_note``, where the plan and the example at their commit gave the same).
     """
     if row.get("budget") != plan.budget_for(cell):
         return False

@@ -81,6 +81,13 @@ from typing import Any
 #: The shipped plans.
 PLAN_DIR = Path(__file__).resolve().parent / "plans"
 
+#: The checkout the plans' tuned-example paths are relative to.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+#: What of a tuned example decides a cell's run (its ``stop`` and ``pass_criteria`` do
+#: not: a cell trains to the plan's budget and judges nothing).
+EXAMPLE_SPEC_KEYS = ("run", "env", "env_config", "config")
+
 #: The claim kinds: two methods compared on a metric, or one method against a number.
 COMPARISONS = ("less", "greater")
 THRESHOLDS = ("at_most", "at_least")
@@ -226,17 +233,20 @@ class Plan:
         out["seed"] = cell.seed
         return out
 
-    def setup(self, cell: Cell) -> dict[str, Any]:
-        """What the plan decides about ``cell``'s run, as its result file records it.
+    def setup(self, cell: Cell, root: Path = REPO_ROOT) -> dict[str, Any]:
+        """What the plan and its tuned example decide about ``cell``'s run.
 
-        The tuned example's path, the config overrides, the ``env_config`` entries, the
-        budget and the evaluation protocol, in JSON types. A cell file whose recorded
-        setup differs from this is stale (:func:`rllib_fair.reproduce.merge.finished`):
-        the plan changed after it ran. The example's own contents and the package's
-        defaults are not part of it (the file's ``provenance.commit`` names the code).
+        As the cell's result file records it, in JSON types: the tuned example's path
+        and what it sets (``example_spec``: :func:`example_spec`, the example read under
+        ``root``), the config overrides, the ``env_config`` entries, the budget and the
+        evaluation protocol. A cell file whose recorded setup differs from this is stale
+        (:func:`rllib_fair.reproduce.merge.finished`): the plan or the example changed
+        after it ran. The package's own defaults are not part of it (the file's
+        ``provenance.commit`` names the code).
         """
         setup = {
             "example": self.example_file(cell),
+            "example_spec": example_spec(root / self.example_file(cell)),
             "overrides": self.overrides(cell),
             "env_config": self.env_config(cell),
             "budget": self.budget_for(cell),
@@ -255,6 +265,32 @@ class Plan:
         """The evaluation metrics of ``setting``: name -> result path, ``{notion}`` filled."""
         notion = self.settings[setting].get("notion", "")
         return {k: v.format(notion=notion) for k, v in self.evaluation["metrics"].items()}
+
+
+_SPEC_CACHE: dict[tuple, Any] = {}
+
+
+def example_spec(path: Path) -> dict[str, Any] | None:
+    """What a tuned example sets for a run: its :data:`EXAMPLE_SPEC_KEYS` entries.
+
+    From the file's one experiment, comments and key order aside; None when the file
+    cannot be read as one experiment (a cell's run would fail on it too).
+    """
+    import yaml
+
+    try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+        if key not in _SPEC_CACHE:
+            data = yaml.safe_load(path.read_text())
+            spec = next(iter(data.values())) if isinstance(data, dict) and len(data) == 1 else None
+            if isinstance(spec, dict):
+                spec = {k: spec[k] for k in EXAMPLE_SPEC_KEYS if k in spec}
+                spec = json.loads(json.dumps(spec, sort_keys=True, default=str))
+            _SPEC_CACHE[key] = spec if isinstance(spec, dict) else None
+        return _SPEC_CACHE[key]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
 
 
 def _value_text(value: Any) -> str:

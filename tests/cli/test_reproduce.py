@@ -263,6 +263,37 @@ def test_threshold_verdicts_and_overall():
 
 
 # ----------------------------------------------------------------------------- merging
+def test_a_cells_setup_holds_what_its_tuned_example_sets(tmp_path):
+    from rllib_fair.reproduce.plan import REPO_ROOT, example_spec
+
+    plan = parse_plan(TINY)
+    cell = Cell("ppo", "lending", 0)
+    rel = plan.example_file(cell)
+    original = (REPO_ROOT / rel).read_text()
+    spec = plan.setup(cell)["example_spec"]
+    assert spec == example_spec(REPO_ROOT / rel) and spec["run"] == "PPO"
+    assert set(spec) <= {"run", "env", "env_config", "config"}  # stop, criteria: not
+    copy = tmp_path / rel
+    copy.parent.mkdir(parents=True)
+    # comments, key order and the example's own budget do not change what a cell runs
+    lines = original.splitlines()
+    copy.write_text("# another comment\n" + "\n".join(lines) + "\n")
+    assert plan.setup(cell, tmp_path) == plan.setup(cell)
+    data = yaml.safe_load(original)
+    ((name, body),) = data.items()
+    copy.write_text(yaml.safe_dump({name: {**body, "stop": {"num_env_steps_sampled_lifetime": 7}}}))
+    assert plan.setup(cell, tmp_path) == plan.setup(cell)
+    # its config does: a cell run before such an edit no longer matches
+    edited = {**body, "config": {**body["config"], "lr": 0.123}}
+    copy.write_text(yaml.safe_dump({name: edited}))
+    assert plan.setup(cell, tmp_path)["example_spec"]["config"]["lr"] == 0.123
+    assert plan.setup(cell, tmp_path) != plan.setup(cell)
+    # an example that is not one experiment, or no file at all, records None
+    copy.write_text(yaml.safe_dump({name: edited, "other": edited}))
+    assert example_spec(copy) is None
+    assert example_spec(tmp_path / "nope.yaml") is None
+
+
 def _write(out: Path, plan, method: str, seed: int, bias: float, budget: int | None = None):
     path = cell_path(out, plan, Cell(method, "lending", seed))
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,8 +11,8 @@ Each finished cell prints one progress line: cells done, CPU-hours spent, an est
 what is left; a running cell prints its env steps every :data:`PROGRESS_EVERY_S`
 seconds. A method with ``share_inert_grid`` trains one grid point per (setting, seed)
 first and its other points only where that run did not prove them identical; proven ones
-are written as copies (:mod:`rllib_fair.reproduce.sharing`). When the trials end, the plan's tables, claims and figure are merged
-(:mod:`rllib_fair.reproduce.merge`).
+are written as copies (:mod:`rllib_fair.reproduce.sharing`). When the trials end, the
+plan's tables, claims and figure are merged (:mod:`rllib_fair.reproduce.merge`).
 """
 
 from __future__ import annotations

@@ -55,6 +55,22 @@ def current(row: dict, plan: Plan, cell: Cell) -> bool:
     return "setup" not in row or row["setup"] == plan.setup(cell)
 
 
+def proves_inert(plan: Plan, row: dict) -> bool:
+    """Whether a trained cell's row proves its method's grid keys had no effect."""
+    proof = row.get("inert")
+    if "same_as" in row or not isinstance(proof, dict):
+        return False
+    grid = plan.methods[row["cell"]["method"]].get("grid") or {}
+    value = proof.get("max")
+    return (
+        bool(grid)
+        and set(grid) <= set(proof.get("keys") or ())
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and value == 0
+    )
+
+
 def read_cells(out: Path, plan: Plan) -> tuple[list[dict], int]:
     """The plan's current cells, and how many files were stale (another budget or setup)."""
     rows, stale = [], 0
@@ -93,6 +109,8 @@ class Merged:
     stale: int = 0
     #: cells copied from a run that proved its grid keys inert (not trained)
     copies: int = 0
+    #: (method, setting) pairs whose grid a finished run proved inert
+    shared: frozenset = frozenset()
     cpu_hours: float = 0.0
     mean_cell_hours: float = float("nan")
     #: ``{method: mean wall hours of its finished cells}``
@@ -194,23 +212,39 @@ def evaluate_claims(plan: Plan, rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def projected_wall_hours(plan: Plan, method_hours: dict[str, float], cpus: int) -> float:
+def projected_wall_hours(
+    plan: Plan, method_hours: dict[str, float], cpus: int, shared: frozenset = frozenset()
+) -> float:
     """Wall time of the whole plan on ``cpus`` CPUs, cells run in the plan's order.
 
     Each cell takes its method's mean (``method_hours``, from the finished cells; a
     method with none takes the mean of the others) and starts on the first free slot
     (``cpus // cell_cpus`` slots), as Tune runs them; the result is the last finish.
+    ``shared``: (method, setting) pairs whose grid a finished run proved inert (see
+    :func:`shared_grids`): only their first grid point trains, the others are copies.
     """
     known = [h for h in method_hours.values() if math.isfinite(h)]
     if not known:
         return float("nan")
     stand_in = sum(known) / len(known)
     slots = [0.0] * max(1, int(cpus // plan.cell_cpus))
+    firsts = {m: next(iter(plan.points(m))) for m in plan.methods}
     for cell in plan.cells():
+        if (cell.method, cell.setting) in shared and cell.point != firsts[cell.method]:
+            continue
         hours = method_hours.get(cell.method, float("nan"))
         i = min(range(len(slots)), key=slots.__getitem__)
         slots[i] += hours if math.isfinite(hours) else stand_in
     return max(slots)
+
+
+def shared_grids(plan: Plan, rows: list[dict]) -> frozenset:
+    """(method, setting) pairs of ``share_inert_grid`` methods with a proving row."""
+    return frozenset(
+        (r["cell"]["method"], r["cell"]["setting"])
+        for r in rows
+        if plan.methods[r["cell"]["method"]].get("share_inert_grid") and proves_inert(plan, r)
+    )
 
 
 def merge(out: Path, plan: Plan, *, plots: bool = True) -> Merged:
@@ -229,6 +263,7 @@ def merge(out: Path, plan: Plan, *, plots: bool = True) -> Merged:
     # copies of a proven-inert run (rllib_fair.reproduce.sharing) trained nothing
     trained = [r for r in every if "same_as" not in r]
     merged.copies = len(every) - len(trained)
+    merged.shared = shared_grids(plan, trained)
     if trained:
         merged.mean_cell_hours = sum(float(r["wall_s"]) for r in trained) / len(trained) / 3600.0
         for method in plan.methods:
@@ -281,9 +316,18 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
         f"{_duration(merged.mean_cell_hours)} (the cell's own training and evaluation, "
         "without the trial's start); projected wall time of the whole plan (each cell at "
         "its method's mean): "
-        f"{_duration(projected_wall_hours(plan, merged.method_hours, 16))} on 16 CPUs, "
-        f"{_duration(projected_wall_hours(plan, merged.method_hours, 64))} on 64 CPUs"
+        f"{_duration(projected_wall_hours(plan, merged.method_hours, 16, merged.shared))} "
+        "on 16 CPUs, "
+        f"{_duration(projected_wall_hours(plan, merged.method_hours, 64, merged.shared))} "
+        "on 64 CPUs"
         + _unmeasured(plan, merged)
+        + (
+            " (the grids proved inert train one point: "
+            + ", ".join(f"{plan.label(m)} on {s}" for m, s in sorted(merged.shared))
+            + ")"
+            if merged.shared
+            else ""
+        )
         + ".",
     ]
     if plan.curves:

@@ -19,27 +19,10 @@ proves nothing.
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 
-from rllib_fair.reproduce.merge import cell_path, finished
+from rllib_fair.reproduce.merge import cell_path, finished, proves_inert
 from rllib_fair.reproduce.plan import Cell, Plan
-
-
-def proves_inert(plan: Plan, row: dict) -> bool:
-    """Whether a trained cell's row proves its method's grid keys had no effect."""
-    proof = row.get("inert")
-    if "same_as" in row or not isinstance(proof, dict):
-        return False
-    grid = plan.methods[row["cell"]["method"]].get("grid") or {}
-    value = proof.get("max")
-    return (
-        bool(grid)
-        and set(grid) <= set(proof.get("keys") or ())
-        and isinstance(value, (int, float))
-        and math.isfinite(value)
-        and value == 0
-    )
 
 
 def copy_row(plan: Plan, proof_row: dict, cell: Cell) -> dict:

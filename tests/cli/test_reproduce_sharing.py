@@ -14,9 +14,9 @@ import math
 import pytest
 import torch
 
-from rllib_fair.reproduce.merge import cell_path, merge
+from rllib_fair.reproduce.merge import cell_path, merge, projected_wall_hours, proves_inert
 from rllib_fair.reproduce.plan import Cell, PlanError, parse_plan
-from rllib_fair.reproduce.sharing import copy_row, proves_inert, schedule
+from rllib_fair.reproduce.sharing import copy_row, schedule
 
 torch.set_num_threads(1)
 
@@ -140,7 +140,14 @@ def test_schedule_trains_one_point_first_then_copies_or_trains_the_rest(tmp_path
     merged = merge(tmp_path, plan, plots=False)
     assert merged.n_cells == 3 and merged.copies == 1
     assert merged.method_hours["pocar"] == pytest.approx(60.0 / 3600)
-    assert "1 of the finished are copies" in (tmp_path / "tiny_inert" / "README.md").read_text()
+    readme = (tmp_path / "tiny_inert" / "README.md").read_text()
+    assert "1 of the finished are copies" in readme
+    # the projection trains one point of the proven grid: 3 cells of a minute, not 4
+    assert merged.shared == {("pocar", "fico_eo")}
+    hours = merged.method_hours
+    assert projected_wall_hours(plan, hours, 1) == pytest.approx(4 / 60)
+    assert projected_wall_hours(plan, hours, 1, merged.shared) == pytest.approx(3 / 60)
+    assert "the grids proved inert train one point: POCAR (accepted-only) on fico_eo" in readme
     # without the flag nothing waits and nothing is copied
     plain = parse_plan(TINY_FICO)
     now, later, copies = schedule(tmp_path, plain, plain.cells())

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from rllib_fair.reproduce.merge import cell_path, finished, proves_inert
+from rllib_fair.reproduce.merge import cell_path, current, proves_inert
 from rllib_fair.reproduce.plan import Cell, Plan
 
 
@@ -61,10 +61,15 @@ def schedule(out, plan: Plan, pending: list[Cell]) -> tuple[list[Cell], list[Cel
         trained = []
         for label in plan.points(method):
             other = Cell(method, setting, seed, label)
-            if finished(out, plan, other):
-                row = json.loads(cell_path(out, plan, other).read_text())
-                if "same_as" not in row:
-                    trained.append(row)
+            path = cell_path(out, plan, other)
+            if not path.is_file():
+                continue
+            try:
+                row = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if current(row, plan, other) and "same_as" not in row:
+                trained.append(row)
         proof = next((r for r in trained if proves_inert(plan, r)), None)
         if proof is not None:
             copies += [copy_row(plan, proof, c) for c in cells]

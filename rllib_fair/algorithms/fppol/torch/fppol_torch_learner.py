@@ -37,12 +37,11 @@ def fppol_terms(disparity, disparity_prev, mask, *, config, dtype) -> tuple:
     )
 
 
-def fppol_advantages(adv, disparity, disparity_prev, w_delta, mask, *, config, terms=None):
+def fppol_advantages(adv, vt, div, disparity, w_delta, mask, *, config) -> torch.Tensor:
     """F-PPO-L's regularised minibatch advantage (reference ``F_PPO_BD``, min-max form).
 
-    ``terms``: :func:`fppol_terms` of the minibatch, when the caller has them already.
+    ``vt``, ``div``: :func:`fppol_terms` of the minibatch.
     """
-    vt, div = terms or fppol_terms(disparity, disparity_prev, mask, config=config, dtype=adv.dtype)
     l1, l2 = long_term_terms(disparity.to(adv.dtype), w_delta.to(adv.dtype), config.omega)
     combined = (
         config.beta_0 * minmax(adv, mask)
@@ -78,13 +77,7 @@ class FPPOLTorchLearner(UpdateMeanMetrics, FairPPOTorchLearner):
         # as POCAR's: 0 over a run proves beta_1 and beta_2 had no effect (INERT_GRID)
         log_regularizer_max(self.metrics, module_id, *terms, mask)
         batch[Postprocessing.ADVANTAGES] = fppol_advantages(
-            adv,
-            batch[keys.COL_DISPARITY],
-            batch[keys.COL_DISPARITY_PREV],
-            batch[COL_LONG_DELTA],
-            mask,
-            config=config,
-            terms=terms,
+            adv, *terms, batch[keys.COL_DISPARITY], batch[COL_LONG_DELTA], mask, config=config
         )
         valid = mask.to(torch.float32)
         w_delta = batch[COL_LONG_DELTA].detach().to(torch.float32)

@@ -17,6 +17,7 @@ plan's tables, claims and figure are merged (:mod:`rllib_fair.reproduce.merge`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -38,21 +39,16 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "docs" / "results" / "campaign"
 
 
-def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
-    """Trains one cell to the plan's budget, evaluates it and returns its result row.
+def cell_config(plan: Plan, cell: Cell, root: Path = ROOT):
+    """``(config, evaluator, example path)``: the cell's config as its run builds it.
 
-    ``progress(env_steps, seconds)``, when given, is called after each training
-    iteration.
+    The tuned example (its pass criteria dropped) with the plan's ``env_config`` entries
+    and overrides, then configured by the plan's evaluator; not built into an algorithm.
     """
-    import torch
-    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
-
     from rllib_fair.cli.experiment import validate_experiment
     from rllib_fair.cli.experiment_file import load_experiments
-    from rllib_fair.reproduce.curves import CurveRecorder
     from rllib_fair.reproduce.evaluators import EVALUATORS
 
-    torch.set_num_threads(1)
     path = plan.example_path(cell, root)
     ((name, spec),) = load_experiments(path).items()
     # a cell trains to the plan's budget and judges nothing: the example's pass criteria
@@ -69,6 +65,49 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
     )
     evaluator = EVALUATORS[plan.evaluation["evaluator"]]()
     config = evaluator.configure(exp.config.copy(copy_frozen=False), plan.evaluation)
+    return config, evaluator, path
+
+
+def with_resolver(plan: Plan, root: Path = ROOT) -> Plan:
+    """``plan`` with a :attr:`~rllib_fair.reproduce.plan.Plan.resolver` on today's code.
+
+    It builds each cell's config (:func:`cell_config`, once per method, setting and grid
+    point: the seed is not part of the record) and returns its
+    :func:`~rllib_fair.reproduce.resolved.resolved_settings`, or None where the config
+    cannot be built (such a cell's row is then stale).
+    """
+    from rllib_fair.reproduce.resolved import resolved_settings
+
+    bare = dataclasses.replace(plan, resolver=None)
+    cache: dict[tuple, dict | None] = {}
+
+    def resolve(cell: Cell) -> dict | None:
+        key = (cell.method, cell.setting, cell.point)
+        if key not in cache:
+            try:
+                cache[key] = resolved_settings(cell_config(bare, cell, root)[0])
+            except (ValueError, OSError, KeyError, TypeError):
+                cache[key] = None
+        return cache[key]
+
+    return dataclasses.replace(plan, resolver=resolve)
+
+
+def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
+    """Trains one cell to the plan's budget, evaluates it and returns its result row.
+
+    ``progress(env_steps, seconds)``, when given, is called after each training
+    iteration.
+    """
+    import torch
+    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    from rllib_fair.reproduce.curves import CurveRecorder
+    from rllib_fair.reproduce.resolved import resolved_settings
+
+    torch.set_num_threads(1)
+    config, evaluator, path = cell_config(plan, cell, root)
+    resolved = resolved_settings(config)
     # an algorithm that can prove some keys inert (rllib_fair.reproduce.sharing) reports
     # a learner metric that is 0 only then; its largest value over the run is kept
     inert = getattr(config, "INERT_GRID", None)
@@ -97,6 +136,7 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
         "example": str(path.relative_to(root)) if path.is_relative_to(root) else str(path),
         "budget": plan.budget_for(cell),
         "setup": plan.setup(cell, root),
+        "resolved": resolved,
         "env_steps": steps,
         "metrics": metrics,
         "wall_s": round(wall, 2),
@@ -260,7 +300,9 @@ def _fit(plan, cells, out, progress, provenance, failures, storage_path, max_con
     if not cells:
         return
     trainable = tune.with_resources(
-        tune.with_parameters(_cell_trainable, plan=plan, root=str(ROOT)),
+        tune.with_parameters(
+            _cell_trainable, plan=dataclasses.replace(plan, resolver=None), root=str(ROOT)
+        ),
         {"cpu": plan.cell_cpus},
     )
     tuner = tune.Tuner(
@@ -292,8 +334,12 @@ def run_plan(
     """Runs the plan's pending cells as Tune trials and merges; 0 when every cell finished.
 
     ``seeds``, ``methods`` and ``settings`` select the cells to run (default: all of the
-    plan's); the merge always covers every finished cell of the plan.
+    plan's); the merge always covers every finished cell of the plan. A finished cell
+    counts only where its row matches what today's code resolves it to
+    (:func:`with_resolver`).
     """
+    if plan.resolver is None:
+        plan = with_resolver(plan)
     cells = [
         c
         for c in plan.cells(seeds)
@@ -354,7 +400,7 @@ def cmd_reproduce(args) -> int:
         out = Path(args.out) if args.out else DEFAULT_OUT
         print(f"{'plan':24s} {'finished':>13s} {'CPU-hours':>9s}  title (cells under {out})")
         for name, path in shipped_plans().items():
-            plan = load_plan(path)
+            plan = with_resolver(load_plan(path))
             rows, _ = read_cells(out, plan)
             hours = sum(float(r.get("cpu_hours", 0.0)) for r in rows)
             done = f"{len(rows)}/{len(plan.cells())}"
@@ -378,7 +424,7 @@ def cmd_reproduce(args) -> int:
                 return error(f"{flag}: {name!r} is invalid; valid: {', '.join(valid)}")
     out = Path(args.out) if args.out else DEFAULT_OUT
     if args.merge_only:
-        merged = merge(out, plan, plots=not args.no_plots)
+        merged = merge(out, with_resolver(plan), plots=not args.no_plots)
         print(f"[{plan.name}] merged {merged.n_cells} cells into {out / plan.name / 'README.md'}")
         return 0
     if args.address is not None:

@@ -49,10 +49,17 @@ def current(row: dict, plan: Plan, cell: Cell) -> bool:
     plan's part and the tuned example's). Older rows record none and are taken at their
     budget (the shipped cells all record one: older ones had it added, marked
     ``setup_note``, where the plan and the example at their commit gave the same).
+    When the plan has a :attr:`~rllib_fair.reproduce.plan.Plan.resolver`, a row that
+    records what its config resolved the package's defaults to (``resolved``) must
+    also match what the current code resolves the cell to.
     """
     if row.get("budget") != plan.budget_for(cell):
         return False
-    return "setup" not in row or row["setup"] == plan.setup(cell)
+    if "setup" in row and row["setup"] != plan.setup(cell):
+        return False
+    if plan.resolver is not None and "resolved" in row:
+        return row["resolved"] == plan.resolver(cell)
+    return True
 
 
 def proves_inert(plan: Plan, row: dict) -> bool:
@@ -72,7 +79,7 @@ def proves_inert(plan: Plan, row: dict) -> bool:
 
 
 def read_cells(out: Path, plan: Plan) -> tuple[list[dict], int]:
-    """The plan's current cells, and how many files were stale (another budget or setup)."""
+    """The plan's current cells, and how many files were stale (:func:`current`)."""
     rows, stale = [], 0
     for path in sorted(cells_dir(out, plan).glob("*.json")):
         row = json.loads(path.read_text())
@@ -302,8 +309,8 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
     lines += [
         f"- Plan: `{plan.name}` (`rllib-fair reproduce {plan.name}`); budget: {budget}.",
         f"- Cells finished: {merged.n_cells} of {len(plan.cells())} "
-        f"(seeds {', '.join(map(str, seeds)) or '-'}); stale cells (another budget or "
-        f"setup) left out: {merged.stale}"
+        f"(seeds {', '.join(map(str, seeds)) or '-'}); stale cells (another budget, "
+        f"setup or package default) left out: {merged.stale}"
         + (
             f"; {merged.copies} of the finished are copies of a run whose training proved "
             "the grid's keys inert (`share_inert_grid`; not trained)"

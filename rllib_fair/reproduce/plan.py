@@ -176,6 +176,10 @@ class Plan:
     curves: dict[str, Any] = field(default_factory=dict)
     selection: dict[str, Any] = field(default_factory=dict)
     source: str = ""
+    #: ``cell -> dict``: what the current code resolves the cell's config to (the
+    #: package's defaults: :mod:`rllib_fair.reproduce.resolved`); set by the runner,
+    #: which can build configs. None: cells are judged on their setup alone.
+    resolver: Any = field(default=None, compare=False, repr=False)
 
     def cells(self, seeds: tuple[int, ...] | None = None) -> list[Cell]:
         """Every cell: setting by setting, seed by seed, method by method.
@@ -241,8 +245,8 @@ class Plan:
         ``root``), the config overrides, the ``env_config`` entries, the budget and the
         evaluation protocol. A cell file whose recorded setup differs from this is stale
         (:func:`rllib_fair.reproduce.merge.finished`): the plan or the example changed
-        after it ran. The package's own defaults are not part of it (the file's
-        ``provenance.commit`` names the code).
+        after it ran. The package's own defaults are not part of it: the row's
+        ``resolved`` record covers them (:attr:`resolver`).
         """
         setup = {
             "example": self.example_file(cell),

@@ -26,8 +26,13 @@ from rllib_fair.reproduce.plan import Cell, Plan
 
 
 def copy_row(plan: Plan, proof_row: dict, cell: Cell) -> dict:
-    """``proof_row`` as ``cell``'s row: its metrics and curves, ``cell``'s own setup."""
-    row = {k: v for k, v in proof_row.items() if k not in ("finished", "provenance")}
+    """``proof_row`` as ``cell``'s row: its metrics and curves, ``cell``'s own setup.
+
+    And ``cell``'s own ``resolved`` record where the plan has a resolver (the proof's
+    names other grid values).
+    """
+    skip = ("finished", "provenance", "resolved")
+    row = {k: v for k, v in proof_row.items() if k not in skip}
     row.update(
         cell=cell.to_dict(),
         setup=plan.setup(cell),
@@ -35,6 +40,8 @@ def copy_row(plan: Plan, proof_row: dict, cell: Cell) -> dict:
         wall_s=0.0,
         cpu_hours=0.0,
     )
+    if plan.resolver is not None:
+        row["resolved"] = plan.resolver(cell)
     return row
 
 

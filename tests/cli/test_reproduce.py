@@ -477,7 +477,7 @@ def test_tiny_plan_killed_then_resumed(tmp_path):
     merged = merge(out, plan2, plots=False)
     assert (merged.n_cells, merged.stale) == (1, 2)  # pocar s1 current; ppo s0, s1 stale
     assert (
-        "stale cells (another budget or setup) left out: 2"
+        "stale cells (another budget, setup or package default) left out: 2"
         in (out / "tiny" / "README.md").read_text()
     )
     assert not finished(out, plan2, Cell("ppo", "lending", 1))
@@ -534,13 +534,17 @@ def test_list_counts_each_shipped_plans_finished_cells_and_hours(tmp_path, capsy
 def test_run_cell_reports_progress_and_the_writer_prints_it(ray_session, capsys, tmp_path):
     from types import SimpleNamespace
 
-    from rllib_fair.cli.reproduce import Progress, _writer_callback, run_cell
+    from rllib_fair.cli.reproduce import Progress, _writer_callback, run_cell, with_resolver
 
     curves = {"points": 2, "metrics": {"ret": "env_runners.episode_return_mean", "no": "n.o"}}
     plan = parse_plan({**TINY, "budget": 600, "curves": curves})
     seen = []
     row = run_cell(plan, Cell("ppo", "lending", 0), progress=lambda s, t: seen.append((s, t)))
     assert [s for s, _ in seen] == [200, 400, 600] and row["env_steps"] == 600
+    # the row records what the config resolved the package's defaults to, as a merge
+    # on this code resolves the cell (so the cell counts as finished)
+    assert row["resolved"] == with_resolver(plan).resolver(Cell("ppo", "lending", 0))
+    assert row["resolved"]["env"]["max_steps"] == 100
     # 3 iterations in 2 bins; a path no result has is recorded as missing, not an error
     assert row["curves"]["env_steps"] == [400, 600] and row["curves"]["no"] == [None, None]
     assert all(math.isfinite(v) for v in row["curves"]["ret"])

@@ -33,7 +33,6 @@ RESOURCE_KEYS = frozenset(
     {
         "seed",
         "num_env_runners",
-        "num_envs_per_env_runner",
         "num_learners",
         "num_cpus_per_env_runner",
         "num_gpus_per_env_runner",

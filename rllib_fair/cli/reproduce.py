@@ -11,8 +11,11 @@ Each finished cell prints one progress line: cells done, CPU-hours spent, an est
 what is left; a running cell prints its env steps every :data:`PROGRESS_EVERY_S`
 seconds. A method with ``share_inert_grid`` trains one grid point per (setting, seed)
 first and its other points only where that run did not prove them identical; proven ones
-are written as copies (:mod:`rllib_fair.reproduce.sharing`). When the trials end, the
-plan's tables, claims and figure are merged (:mod:`rllib_fair.reproduce.merge`).
+are written as copies (:mod:`rllib_fair.reproduce.sharing`). A plan with staged
+selection (``selection.seeds``) trains its grids on those seeds first and each chosen
+point on the plan's seeds in a later round: every round is one Tune experiment of the
+cells that can run now. When the trials end, the plan's tables, claims and figure are
+merged (:mod:`rllib_fair.reproduce.merge`).
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rllib_fair.cli.runner import plain_tune_output
-from rllib_fair.reproduce.merge import cell_path, finished, merge, read_cells
+from rllib_fair.reproduce.merge import cell_path, finished, merge, read_cells, staged_choices
 from rllib_fair.reproduce.plan import Cell, Plan, PlanError, load_plan
-from rllib_fair.reproduce.sharing import schedule
+from rllib_fair.reproduce.sharing import group_of, schedule
 
 #: The checkout whose tuned examples the plans start from.
 ROOT = Path(__file__).resolve().parents[2]
@@ -340,50 +343,74 @@ def run_plan(
     """
     if plan.resolver is None:
         plan = with_resolver(plan)
-    cells = [
-        c
-        for c in plan.cells(seeds)
-        if (methods is None or c.method in methods) and (settings is None or c.setting in settings)
+
+    def asked(c: Cell) -> bool:
+        return (methods is None or c.method in methods) and (
+            settings is None or c.setting in settings
+        )
+
+    def wanted() -> list[Cell]:
+        # a staged grid's chosen point joins once its selection cells have all finished
+        rows, _ = read_cells(out, plan)
+        return [c for c in plan.cells(seeds, staged_choices(plan, rows)) if asked(c)]
+
+    full = [c for c in plan.full_cells() if asked(c) and (seeds is None or c.seed in seeds)]
+    finished_rows = [
+        json.loads(cell_path(out, plan, c).read_text()) for c in wanted() if finished(out, plan, c)
     ]
-    pending = [c for c in cells if not finished(out, plan, c)]
-    done = len(cells) - len(pending)
-    spent = 0.0
-    for c in cells:
-        if c not in pending:
-            spent += float(json.loads(cell_path(out, plan, c).read_text()).get("cpu_hours", 0.0))
-    total = len(plan.cells())
+    done = len(finished_rows)
+    spent = sum(float(r.get("cpu_hours", 0.0)) for r in finished_rows)
+    total = len(plan.full_cells())
     print(
-        f"[{plan.name}] {len(cells)} cells{'' if len(cells) == total else f' (of {total})'}, "
-        f"{done} finished, {len(pending)} to run "
+        f"[{plan.name}] {len(full)} cells{'' if len(full) == total else f' (of {total})'}, "
+        f"{done} finished, {len(full) - done} to run "
         f"({plan.budget:,} env steps each)",
         flush=True,
     )
+    rows, _ = read_cells(out, plan)
+    unchosen = {(c.method, c.setting) for c in full if plan.staged(c.method)} - set(
+        staged_choices(plan, rows)
+    )
+    if unchosen:
+        print(
+            f"[{plan.name}] {len(unchosen)} grids choose their point on seeds "
+            f"{', '.join(map(str, plan.selection_seeds))} first; the chosen point then "
+            f"trains on seeds {', '.join(map(str, plan.seeds))}",
+            flush=True,
+        )
     failures: list[str] = []
-    if pending:
-        progress = Progress(plan, len(cells), done, spent)
-        provenance = _provenance()
+    progress = Progress(plan, len(full), done, spent)
+    provenance = None
+    attempted: set[Cell] = set()
+    while True:
+        pending = [c for c in wanted() if c not in attempted and not finished(out, plan, c)]
+        if not pending:
+            break
+        provenance = provenance or _provenance()
         now, later, copies = schedule(out, plan, pending)
+        # a group whose first run failed trains all its points (no second proof attempt)
+        failed = {group_of(c) for c in attempted if not finished(out, plan, c)}
+        now += [c for c in later if group_of(c) in failed]
+        later = [c for c in later if group_of(c) not in failed]
         _write_copies(out, plan, copies, provenance, progress)
+        attempted |= {Cell(**row["cell"]) for row in copies}
         if later:
             print(
                 f"[{plan.name}] {len(later)} grid points wait for their group's first run: "
                 "if it proves the grid's keys inert, they are copied from it",
                 flush=True,
             )
+        if not now:
+            continue  # copies only: the next round sees them
         _fit(plan, now, out, progress, provenance, failures, storage_path, max_concurrent)
-        if later:
-            _, _, copies = schedule(out, plan, later)
-            _write_copies(out, plan, copies, provenance, progress)
-            # a group whose first run proved nothing (or failed) trains all its points
-            now = [c for c in later if not finished(out, plan, c)]
-            _fit(plan, now, out, progress, provenance, failures, storage_path, max_concurrent)
+        attempted |= set(now)
     merged = merge(out, plan, plots=plots)
     print(f"[{plan.name}] merged {merged.n_cells} cells into {out / plan.name / 'README.md'}")
     for claim in plan.claims:
         print(f"[{plan.name}] claim {claim.id}: {merged.claims[claim.id]['verdict']}")
-    missing = [c for c in cells if not finished(out, plan, c)]
-    if missing:
-        print(f"[{plan.name}] {len(missing)} cells not finished: rerun to continue", flush=True)
+    left = len(full) - sum(finished(out, plan, c) for c in wanted())
+    if left:
+        print(f"[{plan.name}] {left} cells not finished: rerun to continue", flush=True)
         return 1
     return 0
 
@@ -403,7 +430,7 @@ def cmd_reproduce(args) -> int:
             plan = with_resolver(load_plan(path))
             rows, _ = read_cells(out, plan)
             hours = sum(float(r.get("cpu_hours", 0.0)) for r in rows)
-            done = f"{len(rows)}/{len(plan.cells())}"
+            done = f"{len(rows)}/{len(plan.full_cells())}"
             print(f"{name:24s} {done:>13s} {hours:9.2f}  {plan.title}")
         return 0
     try:
@@ -415,6 +442,10 @@ def cmd_reproduce(args) -> int:
     except PlanError as e:
         return error(str(e))
     seeds = tuple(args.seeds) if args.seeds else None
+    for seed in seeds or ():
+        if seed not in plan.seeds + plan.selection_seeds:
+            valid = ", ".join(map(str, plan.seeds + plan.selection_seeds))
+            return error(f"--seeds: {seed!r} is invalid; valid: the plan's seeds ({valid})")
     for flag, chosen, valid in (
         ("--methods", args.methods, plan.methods),
         ("--settings", args.settings, plan.settings),

@@ -91,7 +91,8 @@ def read_cells(out: Path, plan: Plan) -> tuple[list[dict], int]:
         if not current(row, plan, Cell(**cell)):
             stale += 1
             continue
-        rows.append(row)
+        if plan.counts(Cell(**cell)):  # else a seed the plan does not run (for this method)
+            rows.append(row)
     return rows, stale
 
 
@@ -144,7 +145,10 @@ def select_points(plan: Plan, rows: list[dict]) -> tuple[list[dict], dict]:
     Per (method, setting) with a grid, each point that has cells is scored by the means
     over its seeds of the selection's disparity (rounded to ``decimals`` when given) and
     reward metrics; the plan's rule (:func:`rllib_fair.fairness.selection.select_by_rule`)
-    picks one. Returns the kept rows and ``{(setting, method): Choice}``.
+    picks one. With staged selection (:meth:`~rllib_fair.reproduce.plan.Plan.staged`)
+    the scores are the selection seeds' rows, a choice is made only once every point has
+    all of them, and the chosen point's rows on the plan's seeds are kept. Returns the
+    kept rows and ``{(setting, method): Choice}``.
     """
     from rllib_fair.fairness.selection import select_by_rule
 
@@ -154,24 +158,27 @@ def select_points(plan: Plan, rows: list[dict]) -> tuple[list[dict], dict]:
     for method, entry in plan.methods.items():
         if not entry.get("grid"):
             continue
+        staged = plan.staged(method)
+        on = set(plan.selection_seeds if staged else plan.seeds)
         for setting in plan.settings:
+            mine: dict[str, list[dict]] = {}
+            for r in rows:
+                c = r["cell"]
+                if c["method"] == method and c["setting"] == setting:
+                    mine.setdefault(c.get("point", ""), []).append(r)
             labels, scores = [], []
             for label in plan.points(method):
-                mine = [
-                    r
-                    for r in rows
-                    if r["cell"]["method"] == method
-                    and r["cell"]["setting"] == setting
-                    and r["cell"].get("point", "") == label
-                ]
-                if not mine:
+                scored = [r for r in mine.get(label, ()) if int(r["cell"]["seed"]) in on]
+                if not scored or (staged and len(scored) < len(on)):
                     continue
-                d = sum(float(r["metrics"][sel["disparity"]]) for r in mine) / len(mine)
-                w = sum(float(r["metrics"][sel["reward"]]) for r in mine) / len(mine)
+                d = sum(float(r["metrics"][sel["disparity"]]) for r in scored) / len(scored)
+                w = sum(float(r["metrics"][sel["reward"]]) for r in scored) / len(scored)
                 if sel["decimals"] is not None:
                     d = round(d, sel["decimals"])
-                labels.append((label, len(mine)))
+                labels.append((label, len(scored)))
                 scores.append({"disparity": d, "reward": w})
+            if staged and len(scores) < len(plan.points(method)):
+                continue  # the grid is not complete on the selection seeds
             index = select_by_rule(scores, sel["rule"], sel["omega"]) if scores else None
             if index is None:
                 continue
@@ -184,14 +191,17 @@ def select_points(plan: Plan, rows: list[dict]) -> tuple[list[dict], dict]:
                 n,
                 len(scores),
             )
-            kept += [
-                r
-                for r in rows
-                if r["cell"]["method"] == method
-                and r["cell"]["setting"] == setting
-                and r["cell"].get("point", "") == label
-            ]
+            kept += [r for r in mine[label] if int(r["cell"]["seed"]) in plan.seeds]
     return kept, chosen
+
+
+def staged_choices(plan: Plan, rows: list[dict]) -> dict[tuple[str, str], str]:
+    """``{(method, setting): point label}`` of the staged grids chosen so far.
+
+    The form :meth:`~rllib_fair.reproduce.plan.Plan.cells` takes as ``chosen``.
+    """
+    _, chosen = select_points(plan, rows)
+    return {(m, s): c.point for (s, m), c in chosen.items() if plan.staged(m)}
 
 
 def _by_seed(rows: list[dict], method: str, setting: str, metric: str) -> dict[int, float]:
@@ -236,7 +246,7 @@ def projected_wall_hours(
     stand_in = sum(known) / len(known)
     slots = [0.0] * max(1, int(cpus // plan.cell_cpus))
     firsts = {m: next(iter(plan.points(m))) for m in plan.methods}
-    for cell in plan.cells():
+    for cell in plan.full_cells():
         if (cell.method, cell.setting) in shared and cell.point != firsts[cell.method]:
             continue
         hours = method_hours.get(cell.method, float("nan"))
@@ -308,7 +318,7 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
         budget += "; own budgets: " + ", ".join(f"{plan.label(m)} {b:,}" for m, b in own.items())
     lines += [
         f"- Plan: `{plan.name}` (`rllib-fair reproduce {plan.name}`); budget: {budget}.",
-        f"- Cells finished: {merged.n_cells} of {len(plan.cells())} "
+        f"- Cells finished: {merged.n_cells} of {len(plan.full_cells())} "
         f"(seeds {', '.join(map(str, seeds)) or '-'}); stale cells (another budget, "
         f"setup or package default) left out: {merged.stale}"
         + (
@@ -421,8 +431,16 @@ def _selection_lines(plan: Plan, merged: Merged) -> list[str]:
         "## Selected grid points",
         "",
         f"Rule `{sel['rule']}` (omega {sel['omega']:g}{rounding}) on `{sel['disparity']}` and "
-        f"`{sel['reward']}`, means over each point's seeds; the tables and claims use the "
-        "chosen point's cells.",
+        f"`{sel['reward']}`, "
+        + (
+            f"means over the selection seeds ({', '.join(map(str, plan.selection_seeds))}), "
+            "once every point has them all; only the chosen point then trains on the plan's "
+            f"seeds ({', '.join(map(str, plan.seeds))}), whose cells alone make the tables "
+            "and claims."
+            if plan.selection_seeds
+            else "means over each point's seeds; the tables and claims use the chosen "
+            "point's cells."
+        ),
         "",
         f"| setting | method | chosen point | {sel['disparity']} | {sel['reward']} "
         "| seeds | points with cells |",

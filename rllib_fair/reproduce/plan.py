@@ -41,6 +41,7 @@ A plan is a YAML file (the shipped ones live in ``rllib_fair/reproduce/plans/``)
       rule: sellf                           # sellf (Alg. 2, default), max_reward, min_disparity
       omega: 0.05                           # Alg. 2's tolerance (default 0.05)
       decimals: 2                           # optional: disparity rounded before the rule
+      seeds: [0]                            # optional: choose on these seeds (below)
     curves:                                 # optional: result paths followed over training
       points: 100                           # bins per cell (default 100)
       metrics: {gap: fairness.qualification_gain.gain_gap_abs}
@@ -58,6 +59,13 @@ without a ``+``), so it is a safe file stem and stays the same while the grid ke
 point. The merge then picks one point per (method, setting) by the ``selection`` rule
 (:mod:`rllib_fair.fairness.selection`) on the points' metric means over seeds, and the
 tables and claims use the chosen point's cells.
+
+With ``selection.seeds`` (seeds that are not among the plan's ``seeds``) the choice is
+staged: a grid method's points train on the selection seeds only, the rule picks one
+point per (method, setting) once every point has all of them, and only the chosen point
+then trains on the plan's seeds, which alone enter the tables and claims (the choice is
+not scored again on the runs it reports, and the grid costs its points once per
+selection seed, not once per seed).
 
 With ``share_inert_grid: true`` a grid method trains one point per (setting, seed) first;
 when that run proves the grid's keys had no effect (its algorithm's ``INERT_GRID``
@@ -181,19 +189,64 @@ class Plan:
     #: which can build configs. None: cells are judged on their setup alone.
     resolver: Any = field(default=None, compare=False, repr=False)
 
-    def cells(self, seeds: tuple[int, ...] | None = None) -> list[Cell]:
+    def cells(self, seeds: tuple[int, ...] | None = None, chosen: dict | None = None) -> list[Cell]:
         """Every cell: setting by setting, seed by seed, method by method.
 
         In this order a campaign that stops early has every method on the same seeds of
-        the settings it reached, which is what the paired comparisons need.
+        the settings it reached, which is what the paired comparisons need. ``seeds``
+        keeps the cells of those seeds. With staged selection (:meth:`staged`) a grid
+        method's points come first, on the selection seeds, and on the plan's seeds only
+        the point ``chosen[(method, setting)]`` names (none while it is not chosen).
         """
-        return [
-            Cell(m, s, seed, label)
-            for s in self.settings
-            for seed in (self.seeds if seeds is None else seeds)
-            for m in self.methods
-            for label in self.points(m)
-        ]
+        chosen = chosen or {}
+        keep = set(self.seeds) | set(self.selection_seeds) if seeds is None else set(seeds)
+        out = []
+        for s in self.settings:
+            for seed in self.selection_seeds:
+                if seed in keep:
+                    out += [
+                        Cell(m, s, seed, label)
+                        for m in self.methods
+                        if self.staged(m)
+                        for label in self.points(m)
+                    ]
+            for seed in self.seeds:
+                if seed not in keep:
+                    continue
+                for m in self.methods:
+                    if not self.staged(m):
+                        out += [Cell(m, s, seed, label) for label in self.points(m)]
+                    elif (m, s) in chosen:
+                        out.append(Cell(m, s, seed, chosen[(m, s)]))
+        return out
+
+    def full_cells(self) -> list[Cell]:
+        """Every cell the whole plan trains, a staged grid's chosen point at its first.
+
+        Which point a staged selection chooses is not known before its selection cells
+        ran; the count and the projected time do not depend on it.
+        """
+        first = {(m, s): next(iter(self.points(m))) for m in self.methods for s in self.settings}
+        return self.cells(chosen=first)
+
+    @property
+    def selection_seeds(self) -> tuple[int, ...]:
+        """The seeds a staged selection chooses on (``selection.seeds``; empty: not staged)."""
+        return tuple(self.selection.get("seeds", ()))
+
+    def staged(self, method: str) -> bool:
+        """Whether ``method``'s grid point is chosen on the selection seeds first."""
+        return bool(self.selection_seeds) and bool(self.methods[method].get("grid"))
+
+    def counts(self, cell: Cell) -> bool:
+        """Whether ``cell``'s seed is one the plan runs for its method.
+
+        A plan seed, or a selection seed of a staged grid method; a row of any other
+        seed is left out of the merge.
+        """
+        return cell.seed in self.seeds or (
+            cell.seed in self.selection_seeds and self.staged(cell.method)
+        )
 
     def points(self, method: str) -> dict[str, dict[str, Any]]:
         """The method's grid points, ``{label: {key: value}}`` (``{"": {}}`` without a grid)."""
@@ -412,8 +465,11 @@ def _grid(method: str, raw: Any) -> dict[str, list]:
     return {k: list(v) for k, v in grid.items()}
 
 
-def _selection(raw: Any, metrics: dict, grids: bool) -> dict[str, Any]:
-    """The ``selection`` entry: ``{}`` without grids, else the rule's checked settings."""
+def _selection(raw: Any, metrics: dict, grids: bool, seeds: tuple = ()) -> dict[str, Any]:
+    """The ``selection`` entry: ``{}`` without grids, else the rule's checked settings.
+
+    ``seeds``: the plan's, which ``selection.seeds`` must avoid.
+    """
     from rllib_fair.fairness.selection import DEFAULT_OMEGA, RULES
 
     if raw is None:
@@ -423,7 +479,7 @@ def _selection(raw: Any, metrics: dict, grids: bool) -> dict[str, Any]:
                 "selection: {disparity: <metric>, reward: <metric>}"
             )
         return {}
-    allowed = {"disparity", "reward", "rule", "omega", "decimals"}
+    allowed = {"disparity", "reward", "rule", "omega", "decimals", "seeds"}
     if not isinstance(raw, dict) or set(raw) - allowed:
         raise _fail("selection", raw, "a mapping of " + ", ".join(sorted(allowed)))
     if not grids:
@@ -440,12 +496,26 @@ def _selection(raw: Any, metrics: dict, grids: bool) -> dict[str, Any]:
     decimals = raw.get("decimals")
     if decimals is not None:
         decimals = _int("selection.decimals", decimals)
+    chosen_on = raw.get("seeds", [])
+    if (
+        not isinstance(chosen_on, list)
+        or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in chosen_on)
+        or len(set(chosen_on)) != len(chosen_on)
+        or set(chosen_on) & set(seeds)
+    ):
+        raise _fail(
+            "selection.seeds",
+            chosen_on,
+            "a list of distinct integers >= 0 that are not among the plan's seeds "
+            f"({', '.join(map(str, seeds))})",
+        )
     return {
         "disparity": raw["disparity"],
         "reward": raw["reward"],
         "rule": rule,
         "omega": float(omega),
         "decimals": decimals,
+        "seeds": tuple(chosen_on),
     }
 
 
@@ -587,7 +657,7 @@ def parse_plan(data: Any, source: str = "") -> Plan:
         raise _fail("cell_cpus", cell_cpus, "a number > 0")
     curves = _curves(data.get("curves"))
     grids = any("grid" in v for v in methods.values())
-    selection = _selection(data.get("selection"), metrics, grids)
+    selection = _selection(data.get("selection"), metrics, grids, seeds)
     return Plan(
         name=name,
         title=str(data["title"]),

@@ -45,7 +45,8 @@ def copy_row(plan: Plan, proof_row: dict, cell: Cell) -> dict:
     return row
 
 
-def _group(cell: Cell) -> tuple[str, str, int]:
+def group_of(cell: Cell) -> tuple[str, str, int]:
+    """The (method, setting, seed) whose grid points a proof covers."""
     return (cell.method, cell.setting, cell.seed)
 
 
@@ -61,7 +62,7 @@ def schedule(out, plan: Plan, pending: list[Cell]) -> tuple[list[Cell], list[Cel
     groups: dict[tuple, list[Cell]] = defaultdict(list)
     for cell in pending:
         if plan.methods[cell.method].get("share_inert_grid"):
-            groups[_group(cell)].append(cell)
+            groups[group_of(cell)].append(cell)
         else:
             now.append(cell)
     for (method, setting, seed), cells in groups.items():

@@ -72,7 +72,8 @@ def test_tiny_plan_cells_and_overrides():
     assert "lr" not in plan.overrides(Cell("pocar", "lending", 1))
     assert plan.env_config(Cell("pocar", "lending", 0)) == {"max_steps": 100}
     assert plan.metric_paths("lending")["bias"] == "fairness.equal_opportunity.bias"
-    assert [c.id for c in plan.cells((7,))] == ["ppo__lending__s7", "pocar__lending__s7"]
+    assert [c.id for c in plan.cells((1,))] == ["ppo__lending__s1", "pocar__lending__s1"]
+    assert plan.cells((7,)) == []  # not a seed of the plan (the command line refuses it)
     own = parse_plan({**TINY, "methods": {**TINY["methods"], "ppo": {"budget": 7}}})
     assert own.budget_for(Cell("ppo", "lending", 0)) == 7
     assert own.budget_for(Cell("pocar", "lending", 0)) == 400

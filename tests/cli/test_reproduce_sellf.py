@@ -54,7 +54,9 @@ GRID = {
 # ----------------------------------------------------------------------------- the plan
 def test_the_plan_validates_with_its_grids_cells_and_claims():
     plan = load_plan("valdrighi2026_tables")
-    assert plan.budget == plan.paper_budget == 500_000 and plan.seeds == (0, 1, 2, 3, 4)
+    assert plan.budget == plan.paper_budget == 500_000 and plan.seeds == (1, 2, 3, 4, 5)
+    # App. E: each configuration trained once (seed 0) for the choice, then five seeds
+    assert plan.selection_seeds == (0,)
     assert list(plan.settings) == [
         "fico_eo",
         "school_qp",
@@ -64,10 +66,13 @@ def test_the_plan_validates_with_its_grids_cells_and_claims():
         "school_ap",
     ]
     assert [len(plan.points(m)) for m in plan.methods] == [1, 12, 12, 12]
-    cells = plan.cells()
-    assert len(cells) == 6 * 5 * 37 and len({c.id for c in cells}) == len(cells)
+    cells = plan.full_cells()
+    # per setting: PPO x 5 seeds, and per grid 12 points on seed 0 + the chosen x 5
+    assert len(cells) == 6 * (5 + 3 * (12 + 5)) and len({c.id for c in cells}) == len(cells)
+    assert len(plan.cells()) == 6 * (5 + 3 * 12)  # before any choice
     cell = Cell("sellf", "school_eo", 3, "beta_1-5+beta_2-0.1")
-    assert cell in cells and cell.id == "sellf+beta_1-5+beta_2-0.1__school_eo__s3"
+    assert cell in plan.cells(chosen={("sellf", "school_eo"): "beta_1-5+beta_2-0.1"})
+    assert cell.id == "sellf+beta_1-5+beta_2-0.1__school_eo__s3"
     over = plan.overrides(cell)
     assert (over["beta_1"], over["beta_2"], over["seed"]) == (5, 0.1, 3)
     assert over["fairness_notion"] == "equal_opportunity" and over["lr"] == 1e-5
@@ -85,6 +90,7 @@ def test_the_plan_validates_with_its_grids_cells_and_claims():
         "rule": "sellf",
         "omega": 0.05,
         "decimals": 2,
+        "seeds": (0,),
     }
     assert plan.paper["fico_eo"]["sellf"] == {"disparity": 0.04, "reward": 263.96}
     assert {c.id for c in plan.claims} >= {"sellf_within_omega_eo", "sellf_fairer_than_ppo"}
@@ -92,12 +98,12 @@ def test_the_plan_validates_with_its_grids_cells_and_claims():
 
 def test_grid_expansion_gives_stable_safe_cell_ids():
     plan = parse_plan(GRID)
-    assert [c.id for c in plan.cells((4,))] == [
-        "ppo__fico__s4",
-        "sellf+beta_1-1+beta_2-0.01__fico__s4",
-        "sellf+beta_1-1+beta_2-1e06__fico__s4",
-        "sellf+beta_1-5+beta_2-0.01__fico__s4",
-        "sellf+beta_1-5+beta_2-1e06__fico__s4",
+    assert [c.id for c in plan.cells((2,))] == [
+        "ppo__fico__s2",
+        "sellf+beta_1-1+beta_2-0.01__fico__s2",
+        "sellf+beta_1-1+beta_2-1e06__fico__s2",
+        "sellf+beta_1-5+beta_2-0.01__fico__s2",
+        "sellf+beta_1-5+beta_2-1e06__fico__s2",
     ]
     assert plan.overrides(Cell("sellf", "fico", 4, "beta_1-5+beta_2-1e06"))["beta_2"] == 1e6
     # a cell without a grid point keeps its former file name and stored form
@@ -262,6 +268,8 @@ def test_one_sellf_cell_deploys_end_to_end(ray_session, tmp_path):
             "budget": 200,
             "cell_overrides": ({"method": "sellf", "setting": "fico_eo", "config": small},),
             "evaluation": {**plan.evaluation, "steps": 50, "seeds": 2},
+            # unstaged, so that one cell's point is a choice (staged: test_reproduce_staged)
+            "selection": {**plan.selection, "seeds": ()},
         }
     )
     cell = Cell("sellf", "fico_eo", 1, "beta_1-2+beta_2-0.05")

@@ -109,6 +109,7 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
     from rllib_fair.reproduce.resolved import resolved_settings
 
     torch.set_num_threads(1)
+    provenance = _provenance(root)
     config, evaluator, path = cell_config(plan, cell, root)
     resolved = resolved_settings(config)
     # an algorithm that can prove some keys inert (rllib_fair.reproduce.sharing) reports
@@ -140,6 +141,7 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
         "budget": plan.budget_for(cell),
         "setup": plan.setup(cell, root),
         "resolved": resolved,
+        "provenance": provenance,
         "env_steps": steps,
         "metrics": metrics,
         "wall_s": round(wall, 2),
@@ -187,21 +189,36 @@ def _cell_trainable(config: dict, plan: Plan, root: str) -> None:
     tune.report({"row_json": json.dumps(row), "wall_s": row["wall_s"]})
 
 
-def _provenance() -> dict:
+#: What a cell's run depends on in the checkout: the package and the tuned examples.
+CODE_PATHS = ("rllib_fair", "tuned_examples")
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _provenance(root: Path = ROOT) -> dict:
+    """Where a cell ran: the commit, whether the code differed from it, the versions, host.
+
+    ``uncommitted``: whether the package or the tuned examples had changes the commit
+    does not hold (untracked files included); None outside a git checkout. Taken in the
+    process that trains the cell (it imported the checkout's code when it started), so
+    a driver started on an older commit does not name the wrong code.
+    """
     import ray
     import torch
 
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
+    commit = _git(root, "rev-parse", "--short", "HEAD")
+    status = _git(root, "status", "--porcelain", "--", *CODE_PATHS) if commit else None
     return {
         "commit": commit or None,
+        "uncommitted": None if status is None else bool(status),
         "ray": ray.__version__,
         "torch": torch.__version__,
         "python": platform.python_version(),
@@ -210,12 +227,16 @@ def _provenance() -> dict:
 
 
 def write_cell(out: Path, plan: Plan, row: dict, provenance: dict) -> Path:
-    """Writes one cell's row (temporary file, then rename) and returns its path."""
+    """Writes one cell's row (temporary file, then rename) and returns its path.
+
+    ``provenance`` is recorded where the row has none of its own (a copied grid point).
+    """
     cell = Cell(**row["cell"])
     path = cell_path(out, plan, cell)
     path.parent.mkdir(parents=True, exist_ok=True)
     row = {**row, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    row["provenance"] = provenance
+    # the training process's own record (run_cell) wins over the driver's
+    row["provenance"] = row.get("provenance") or provenance
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(row, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, path)

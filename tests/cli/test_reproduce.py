@@ -546,6 +546,14 @@ def test_run_cell_reports_progress_and_the_writer_prints_it(ray_session, capsys,
     # on this code resolves the cell (so the cell counts as finished)
     assert row["resolved"] == with_resolver(plan).resolver(Cell("ppo", "lending", 0))
     assert row["resolved"]["env"]["max_steps"] == 100
+    # the training process records where it ran (a driver's older commit does not name it)
+    head = subprocess.run(
+        ["git", "-C", str(Path(__file__).parents[2]), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert row["provenance"]["commit"] == (head or None)
+    assert isinstance(row["provenance"]["uncommitted"], bool) or not head
     # 3 iterations in 2 bins; a path no result has is recorded as missing, not an error
     assert row["curves"]["env_steps"] == [400, 600] and row["curves"]["no"] == [None, None]
     assert all(math.isfinite(v) for v in row["curves"]["ret"])
@@ -556,3 +564,35 @@ def test_run_cell_reports_progress_and_the_writer_prints_it(ray_session, capsys,
     assert (
         "[tiny] ppo__lending__s0: 200/600 env steps (33%) after 1.5 min" in capsys.readouterr().out
     )
+
+
+def test_provenance_names_the_commit_and_code_it_does_not_hold(tmp_path):
+    from rllib_fair.cli.reproduce import _provenance, write_cell
+
+    # outside a git checkout: nothing known
+    assert (_provenance(tmp_path)["commit"], _provenance(tmp_path)["uncommitted"]) == (None, None)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "rllib_fair").mkdir()
+    (tmp_path / "rllib_fair" / "x.py").write_text("A = 1\n")
+    (tmp_path / "notes.md").write_text("n\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
+    clean = _provenance(tmp_path)
+    assert clean["commit"] and clean["uncommitted"] is False
+    (tmp_path / "notes.md").write_text("other\n")  # not code: still clean
+    assert _provenance(tmp_path)["uncommitted"] is False
+    (tmp_path / "tuned_examples").mkdir()
+    (tmp_path / "tuned_examples" / "new.yaml").write_text("a: 1\n")  # untracked example
+    assert _provenance(tmp_path)["uncommitted"] is True
+    (tmp_path / "tuned_examples" / "new.yaml").unlink()
+    (tmp_path / "rllib_fair" / "x.py").write_text("A = 2\n")
+    assert _provenance(tmp_path)["uncommitted"] is True
+    # a row's own record is kept; the driver's fills a row without one (a copy)
+    plan = parse_plan(TINY)
+    row = {"cell": {"method": "ppo", "setting": "lending", "seed": 0}, "provenance": clean}
+    path = write_cell(tmp_path / "out", plan, row, {"commit": "driver"})
+    assert json.loads(path.read_text())["provenance"] == clean
+    del row["provenance"]
+    path = write_cell(tmp_path / "out", plan, row, {"commit": "driver"})
+    assert json.loads(path.read_text())["provenance"] == {"commit": "driver"}

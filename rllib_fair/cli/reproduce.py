@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rllib_fair.cli.runner import plain_tune_output
-from rllib_fair.reproduce.merge import cell_path, finished, merge, read_cells, staged_choices
+from rllib_fair.reproduce.merge import cell_path, merge, read_cells, staged_choices
 from rllib_fair.reproduce.plan import Cell, Plan, PlanError, load_plan
 from rllib_fair.reproduce.sharing import group_of, schedule
 
@@ -370,15 +370,17 @@ def run_plan(
             settings is None or c.setting in settings
         )
 
-    def wanted() -> list[Cell]:
-        # a staged grid's chosen point joins once its selection cells have all finished
+    def state() -> tuple[list[Cell], dict[Cell, dict], list[dict]]:
+        # the cells to run (a staged grid's chosen point joins once its selection cells
+        # have all finished), the finished ones' rows, and every current row: one read
         rows, _ = read_cells(out, plan)
-        return [c for c in plan.cells(seeds, staged_choices(plan, rows)) if asked(c)]
+        done = {Cell(**r["cell"]): r for r in rows}
+        cells = [c for c in plan.cells(seeds, staged_choices(plan, rows)) if asked(c)]
+        return cells, done, rows
 
     full = [c for c in plan.full_cells() if asked(c) and (seeds is None or c.seed in seeds)]
-    finished_rows = [
-        json.loads(cell_path(out, plan, c).read_text()) for c in wanted() if finished(out, plan, c)
-    ]
+    cells, done_rows, rows = state()
+    finished_rows = [done_rows[c] for c in cells if c in done_rows]
     done = len(finished_rows)
     spent = sum(float(r.get("cpu_hours", 0.0)) for r in finished_rows)
     total = len(plan.full_cells())
@@ -388,7 +390,6 @@ def run_plan(
         f"({plan.budget:,} env steps each)",
         flush=True,
     )
-    rows, _ = read_cells(out, plan)
     unchosen = {(c.method, c.setting) for c in full if plan.staged(c.method)} - set(
         staged_choices(plan, rows)
     )
@@ -404,13 +405,14 @@ def run_plan(
     provenance = None
     attempted: set[Cell] = set()
     while True:
-        pending = [c for c in wanted() if c not in attempted and not finished(out, plan, c)]
+        cells, done_rows, _ = state()
+        pending = [c for c in cells if c not in attempted and c not in done_rows]
         if not pending:
             break
         provenance = provenance or _provenance()
         now, later, copies = schedule(out, plan, pending)
         # a group whose first run failed trains all its points (no second proof attempt)
-        failed = {group_of(c) for c in attempted if not finished(out, plan, c)}
+        failed = {group_of(c) for c in attempted if c not in done_rows}
         now += [c for c in later if group_of(c) in failed]
         later = [c for c in later if group_of(c) not in failed]
         _write_copies(out, plan, copies, provenance, progress)
@@ -429,7 +431,8 @@ def run_plan(
     print(f"[{plan.name}] merged {merged.n_cells} cells into {out / plan.name / 'README.md'}")
     for claim in plan.claims:
         print(f"[{plan.name}] claim {claim.id}: {merged.claims[claim.id]['verdict']}")
-    left = len(full) - sum(finished(out, plan, c) for c in wanted())
+    cells, done_rows, _ = state()
+    left = len(full) - sum(c in done_rows for c in cells)
     if left:
         print(f"[{plan.name}] {left} cells not finished: rerun to continue", flush=True)
         return 1

@@ -67,7 +67,9 @@ def cell_config(plan: Plan, cell: Cell, root: Path = ROOT):
         name, spec, config_overrides=overrides, seed=seed, num_env_runners=runners
     )
     evaluator = EVALUATORS[plan.evaluation["evaluator"]]()
-    config = evaluator.configure(exp.config.copy(copy_frozen=False), plan.evaluation)
+    config = evaluator.configure(
+        exp.config.copy(copy_frozen=False), plan.evaluation_for(cell.setting)
+    )
     return config, evaluator, path
 
 
@@ -130,7 +132,9 @@ def run_cell(plan: Plan, cell: Cell, root: Path = ROOT, progress=None) -> dict:
                 recorder.add(steps, last)
             if progress is not None:
                 progress(steps, time.time() - start)
-        metrics = evaluator.measure(algo, last, plan.metric_paths(cell.setting), plan.evaluation)
+        metrics = evaluator.measure(
+            algo, last, plan.metric_paths(cell.setting), plan.evaluation_for(cell.setting)
+        )
     finally:
         algo.stop()
     wall = time.time() - start

@@ -58,6 +58,10 @@ from rllib_fair.reproduce.deployment_eval import Deployment
 from rllib_fair.reproduce.outputs import check_output_paths
 from rllib_fair.reproduce.quarters import Quarters
 
+#: An evaluation interval no run reaches (iterations): it makes RLlib build the
+#: evaluation runner without ever evaluating on its own.
+NEVER = 2**62
+
 
 def read_path(result: dict, path: str) -> float:
     """The number at the dotted ``path`` of ``result`` (one-line ValueError otherwise)."""
@@ -100,13 +104,25 @@ class GreedyEpisodes(Evaluator):
     """The final policy on fresh episodes (RLlib's ``evaluate()`` on a local runner)."""
 
     def configure(self, config, evaluation: dict):
-        """Adds a local evaluation runner running ``episodes`` episodes per ``evaluate()``."""
+        """Adds a local evaluation runner running ``episodes`` episodes per ``evaluate()``.
+
+        An ``env_config`` in ``evaluation`` (a setting's own) goes over the training env's
+        for the evaluation runner only. RLlib builds a separate evaluation runner (one
+        that takes ``evaluation_config``: ``explore``, ``env_config``) only when an
+        evaluation interval is set; without one, ``evaluate()`` samples on the training
+        runner with the training settings (actions sampled whatever ``explore`` says).
+        So the interval is set, to a number of iterations no run reaches: RLlib never
+        evaluates on its own, ``measure`` calls ``evaluate()`` once.
+        """
+        eval_config = {"explore": bool(evaluation.get("explore", False))}
+        if evaluation.get("env_config"):
+            eval_config["env_config"] = {**config.env_config, **evaluation["env_config"]}
         return config.evaluation(
-            evaluation_interval=None,
+            evaluation_interval=NEVER,
             evaluation_duration=int(evaluation["episodes"]),
             evaluation_duration_unit="episodes",
             evaluation_num_env_runners=0,
-            evaluation_config={"explore": bool(evaluation.get("explore", False))},
+            evaluation_config=eval_config,
         )
 
     def measure(self, algo, last_result: dict, paths: dict[str, str], evaluation: dict) -> dict:

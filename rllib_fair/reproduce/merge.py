@@ -328,7 +328,13 @@ def _markdown(plan: Plan, rows: list[dict], merged: Merged) -> str:
             else ""
         )
         + ".",
-        f"- Evaluation: `{plan.evaluation['evaluator']}`: {_protocol(plan.evaluation)}.",
+        f"- Evaluation: `{plan.evaluation['evaluator']}`: {_protocol(plan.evaluation)}"
+        + "".join(
+            f"; {s}: {_protocol(plan.evaluation_for(s))}"
+            for s in plan.settings
+            if plan.evaluation_for(s) != plan.evaluation
+        )
+        + ".",
         f"- CPU-hours spent: {merged.cpu_hours:.2f}; mean per cell "
         f"{_duration(merged.mean_cell_hours)} (the cell's own training and evaluation, "
         "without the trial's start); projected wall time of the whole plan (each cell at "
@@ -404,7 +410,9 @@ def _protocol(evaluation: dict) -> str:
     if describe is not None:
         return describe(evaluation)
     actions = "sampled" if evaluation["explore"] else "greedy"
-    return f"{evaluation['episodes']} episodes, {actions} actions"
+    env = evaluation.get("env_config")
+    on = " of an env with " + ", ".join(f"{k} {v}" for k, v in env.items()) if env else ""
+    return f"{evaluation['episodes']} episodes{on}, {actions} actions"
 
 
 def _duration(hours: float) -> str:

@@ -20,6 +20,8 @@ A plan is a YAML file (the shipped ones live in ``rllib_fair/reproduce/plans/``)
     settings:                               # setting key -> its notion and optional overrides
       lending: {notion: equal_opportunity, env_config: {...}}
       fico_ap: {notion: accuracy_parity, example_setting: lending_fico}  # {setting} in examples
+      infectious: {notion: benefit_rate, evaluation: {episodes: 200}}  # this setting's own
+      lending: {notion: equal_opportunity, evaluation: {env_config: {max_steps: 10000}}}
     cells:                                  # optional overrides of one (method, setting)
       - {method: ppo, setting: lending, config: {lr: 0.001}}
     evaluation:
@@ -119,6 +121,8 @@ _TOP_KEYS = {
     "curves",
     "selection",
 }
+#: What a setting's ``evaluation`` may set over the plan's protocol.
+SETTING_EVALUATION_KEYS = ("episodes", "env_config")
 _REQUIRED = ("name", "title", "seeds", "budget", "example", "methods", "settings", "evaluation")
 
 
@@ -307,7 +311,7 @@ class Plan:
             "overrides": self.overrides(cell),
             "env_config": self.env_config(cell),
             "budget": self.budget_for(cell),
-            "evaluation": self.evaluation,
+            "evaluation": self.evaluation_for(cell.setting),
         }
         return json.loads(json.dumps(setup, sort_keys=True, default=str))
 
@@ -317,6 +321,18 @@ class Plan:
         out.update(self.methods[cell.method].get("env_config") or {})
         out.update(self.settings[cell.setting].get("env_config") or {})
         return out
+
+    def evaluation_for(self, setting: str) -> dict[str, Any]:
+        """The evaluation protocol of ``setting``: the plan's, with the setting's overrides.
+
+        A setting may set its own ``episodes`` and, for ``greedy_episodes``, an
+        ``env_config`` of the evaluation env over the training env's
+        (``settings.<s>.evaluation``): the papers evaluate short-episode envs on more
+        episodes, and some on longer episodes than they train on. The protocol is
+        otherwise the plan's.
+        """
+        own = self.settings[setting].get("evaluation") or {}
+        return {**self.evaluation, **own} if own else self.evaluation
 
     def metric_paths(self, setting: str) -> dict[str, str]:
         """The evaluation metrics of ``setting``: name -> result path, ``{notion}`` filled."""
@@ -570,7 +586,7 @@ def parse_plan(data: Any, source: str = "") -> Plan:
             allowed = {"label", "config", "env_config", "notion"} | (
                 {"example", "budget", "grid", "share_inert_grid"}
                 if section == "methods"
-                else {"example_setting"}
+                else {"example_setting", "evaluation"}
             )
             if section == "methods" and "budget" in v:
                 _int(f"methods.{k}.budget", v["budget"], 1)
@@ -632,6 +648,31 @@ def parse_plan(data: Any, source: str = "") -> Plan:
     if not isinstance(explore, bool):
         raise _fail("evaluation.explore", explore, "true or false")
     evaluation = {**evaluation, "evaluator": evaluator, "episodes": episodes, "explore": explore}
+    for k, v in settings.items():
+        if "evaluation" not in v:
+            continue
+        own = v["evaluation"]
+        if not isinstance(own, dict) or not own or set(own) - set(SETTING_EVALUATION_KEYS):
+            raise _fail(
+                f"settings.{k}.evaluation",
+                own,
+                "a mapping of " + ", ".join(SETTING_EVALUATION_KEYS),
+            )
+        if "episodes" in own:
+            _int(f"settings.{k}.evaluation.episodes", own["episodes"], 1)
+        if "env_config" in own:
+            if evaluator != "greedy_episodes":
+                raise _fail(
+                    f"settings.{k}.evaluation.env_config",
+                    own["env_config"],
+                    "nothing: only greedy_episodes evaluates on its own env settings",
+                )
+            if not isinstance(own["env_config"], dict) or not own["env_config"]:
+                raise _fail(
+                    f"settings.{k}.evaluation.env_config",
+                    own["env_config"],
+                    "a non-empty mapping of the evaluation env's settings",
+                )
     paper = data.get("paper") or {}
     if not isinstance(paper, dict):
         raise _fail("paper", paper, "a mapping setting -> method -> metric -> value")

@@ -121,12 +121,81 @@ def test_tiny_plan_cells_and_overrides():
             {"evaluation": {"evaluator": "quarters", "metrics": {"bias": "profit_total"}}},
             "evaluation.metrics.bias: 'profit_total' is invalid; valid: an output of quarters:",
         ),
+        (
+            {"settings": {"lending": {"notion": "x", "evaluation": {"explore": True}}}},
+            "settings.lending.evaluation: {'explore': True} is invalid; valid: a mapping of "
+            "episodes, env_config",
+        ),
+        (
+            {"settings": {"lending": {"notion": "x", "evaluation": {"env_config": {}}}}},
+            "settings.lending.evaluation.env_config: {} is invalid; valid: a non-empty mapping",
+        ),
+        (
+            {
+                "settings": {"lending": {"notion": "x", "evaluation": {"env_config": {"a": 1}}}},
+                "evaluation": {**TINY["evaluation"], "evaluator": "final_training"},
+            },
+            "settings.lending.evaluation.env_config: {'a': 1} is invalid; valid: nothing: only "
+            "greedy_episodes",
+        ),
+        (
+            {"settings": {"lending": {"notion": "x", "evaluation": {"episodes": 0}}}},
+            "settings.lending.evaluation.episodes: 0 is invalid; valid: an integer >= 1",
+        ),
     ],
 )
 def test_bad_plan_entries_give_one_line(change, message):
     with pytest.raises(PlanError) as err:
         parse_plan({**TINY, **change})
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_settings_own_episodes_reach_its_cells_setup_and_evaluation_only():
+    from rllib_fair.cli.reproduce import cell_config
+    from rllib_fair.reproduce.plan import REPO_ROOT
+
+    lending = TINY["settings"]["lending"]
+    plan = parse_plan(
+        {
+            **TINY,
+            "settings": {
+                "lending": lending,
+                "lending_long": {
+                    **lending,
+                    "example_setting": "lending",
+                    "evaluation": {"episodes": 7, "env_config": {"max_steps": 150}},
+                },
+            },
+        }
+    )
+    short, long = Cell("ppo", "lending", 0), Cell("ppo", "lending_long", 0)
+    assert plan.evaluation_for("lending") == plan.evaluation
+    own = {"episodes": 7, "env_config": {"max_steps": 150}}
+    assert plan.evaluation_for("lending_long") == {**plan.evaluation, **own}
+    # the setup records the setting's protocol: a changed override stales its cells only
+    assert plan.setup(long)["evaluation"]["episodes"] == 7
+    assert plan.setup(short)["evaluation"]["episodes"] == 2
+    assert {k: v for k, v in plan.setup(long).items() if k != "evaluation"} == {
+        k: v for k, v in plan.setup(short).items() if k != "evaluation"
+    }
+    # and the evaluation runner runs that many episodes, on its own env settings
+    config = cell_config(plan, long, REPO_ROOT)[0]
+    assert config.evaluation_duration == 7
+    assert config.evaluation_config["env_config"] == {"max_steps": 150}
+    assert config.env_config["max_steps"] == 100  # training keeps the setting's
+    config = cell_config(plan, short, REPO_ROOT)[0]
+    assert config.evaluation_duration == 2 and "env_config" not in config.evaluation_config
+    # RLlib's evaluate() runs them: 150-step episodes where training runs 100
+    config, evaluator, _ = cell_config(plan, long, REPO_ROOT)
+    algo = config.build_algo()
+    try:
+        assert algo.eval_env_runner.config.explore is False  # the plan's (greedy)
+        assert algo.env_runner.config.explore is True
+        ev = algo.evaluate()
+        assert ev["env_runners"]["episode_len_mean"] == 150
+        assert ev["env_runners"]["num_episodes"] == 7
+    finally:
+        algo.stop()
 
 
 def test_missing_key_and_unknown_plan():

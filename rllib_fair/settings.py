@@ -685,7 +685,9 @@ RLLIB_SETTINGS: tuple[Setting, ...] = (
     number("clip_param", "PPO's clipping range of the probability ratio", 0, low_open=True),
     number(
         "vf_clip_param",
-        "clipping range of the value loss (inf: no clipping)",
+        "RLlib clamps each squared value error at this (no gradient beyond it; PPO's "
+        "default 10 stalls the value net when returns are in the hundreds or more): inf "
+        "for no clipping",
         0,
         low_open=True,
         finite=False,

@@ -82,6 +82,9 @@ def read_path(result: dict, path: str) -> float:
 class Evaluator:
     """The base evaluator: nothing to configure; metrics read from ``result``."""
 
+    #: What a plan setting's own ``evaluation`` may set for this evaluator (it reads them).
+    SETTING_KEYS: tuple[str, ...] = ()
+
     def configure(self, config, evaluation: dict):
         """The config with what this evaluator needs (here: unchanged)."""
         return config
@@ -102,6 +105,8 @@ class FinalTraining(Evaluator):
 
 class GreedyEpisodes(Evaluator):
     """The final policy on fresh episodes (RLlib's ``evaluate()`` on a local runner)."""
+
+    SETTING_KEYS = ("episodes", "env_config")
 
     def configure(self, config, evaluation: dict):
         """Adds a local evaluation runner running ``episodes`` episodes per ``evaluate()``.
@@ -144,6 +149,7 @@ class LendingDriftSampled(Evaluator):
     """Lear & Zhang's sampled-action deployment on the credit-drift lending env."""
 
     NAME = "lending_drift_sampled"
+    SETTING_KEYS = ("episodes",)
     #: What the paths may name.
     OUTPUTS = (
         *("profit", "gain_gap", "G0", "G1", "lambda"),

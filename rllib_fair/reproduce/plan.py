@@ -21,7 +21,8 @@ A plan is a YAML file (the shipped ones live in ``rllib_fair/reproduce/plans/``)
       lending: {notion: equal_opportunity, env_config: {...}}
       fico_ap: {notion: accuracy_parity, example_setting: lending_fico}  # {setting} in examples
       infectious: {notion: benefit_rate, evaluation: {episodes: 200}}  # this setting's own
-      lending: {notion: equal_opportunity, evaluation: {env_config: {max_steps: 10000}}}
+      lending_long: {notion: equal_opportunity, example_setting: lending,
+                     evaluation: {env_config: {max_steps: 10000}}}  # eval env over training's
     cells:                                  # optional overrides of one (method, setting)
       - {method: ppo, setting: lending, config: {lr: 0.001}}
     evaluation:
@@ -121,7 +122,8 @@ _TOP_KEYS = {
     "curves",
     "selection",
 }
-#: What a setting's ``evaluation`` may set over the plan's protocol.
+#: What a setting's ``evaluation`` may set over the plan's protocol (each evaluator
+#: takes those of them it reads: its ``SETTING_KEYS``).
 SETTING_EVALUATION_KEYS = ("episodes", "env_config")
 _REQUIRED = ("name", "title", "seeds", "budget", "example", "methods", "settings", "evaluation")
 
@@ -658,15 +660,16 @@ def parse_plan(data: Any, source: str = "") -> Plan:
                 own,
                 "a mapping of " + ", ".join(SETTING_EVALUATION_KEYS),
             )
+        for key in set(own) - set(getattr(EVALUATORS[evaluator], "SETTING_KEYS", ())):
+            takers = [n for n, c in EVALUATORS.items() if key in getattr(c, "SETTING_KEYS", ())]
+            raise _fail(
+                f"settings.{k}.evaluation.{key}",
+                own[key],
+                f"nothing: only {', '.join(takers)} read a setting's own {key}",
+            )
         if "episodes" in own:
             _int(f"settings.{k}.evaluation.episodes", own["episodes"], 1)
         if "env_config" in own:
-            if evaluator != "greedy_episodes":
-                raise _fail(
-                    f"settings.{k}.evaluation.env_config",
-                    own["env_config"],
-                    "nothing: only greedy_episodes evaluates on its own env settings",
-                )
             if not isinstance(own["env_config"], dict) or not own["env_config"]:
                 raise _fail(
                     f"settings.{k}.evaluation.env_config",

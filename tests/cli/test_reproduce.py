@@ -139,6 +139,14 @@ def test_tiny_plan_cells_and_overrides():
             "greedy_episodes",
         ),
         (
+            {
+                "settings": {"lending": {"notion": "x", "evaluation": {"episodes": 3}}},
+                "evaluation": {**TINY["evaluation"], "evaluator": "final_training"},
+            },
+            "settings.lending.evaluation.episodes: 3 is invalid; valid: nothing: only "
+            "greedy_episodes, lending_drift_sampled read",
+        ),
+        (
             {"settings": {"lending": {"notion": "x", "evaluation": {"episodes": 0}}}},
             "settings.lending.evaluation.episodes: 0 is invalid; valid: an integer >= 1",
         ),

@@ -660,7 +660,7 @@ def parse_plan(data: Any, source: str = "") -> Plan:
                 own,
                 "a mapping of " + ", ".join(SETTING_EVALUATION_KEYS),
             )
-        for key in set(own) - set(getattr(EVALUATORS[evaluator], "SETTING_KEYS", ())):
+        for key in sorted(set(own) - set(getattr(EVALUATORS[evaluator], "SETTING_KEYS", ()))):
             takers = [n for n, c in EVALUATORS.items() if key in getattr(c, "SETTING_KEYS", ())]
             raise _fail(
                 f"settings.{k}.evaluation.{key}",

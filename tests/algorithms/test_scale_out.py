@@ -113,11 +113,23 @@ def test_gpu_learner(ray_session_gpu, name, remote):
         for _ in range(2):
             result = algo.train()
             assert "env_runners" in result
-        devices = algo.learner_group.foreach_learner(
-            lambda lrn: str(next(lrn.module["default_policy"].unwrapped().parameters()).device)
-        )
-        devices = [d.get() if hasattr(d, "get") else d for d in devices]
-        assert all(d.startswith("cuda") for d in devices), devices
+
+        def learner_devices(learner) -> tuple[str, list[str]]:
+            # the learner's device and the devices of its module's parameters and buffers
+            # (none for L-UCBFair, the myopic baselines and Uncertainty: they decide from
+            # numpy state their Algorithm keeps, so the learner's device is what a GPU
+            # learner changes for them); nested, so remote learners get it by value
+            module = learner.module["default_policy"].unwrapped()
+            tensors = [*module.parameters(), *module.buffers()]
+            return str(learner.device), sorted({str(t.device) for t in tensors})
+
+        placed = algo.learner_group.foreach_learner(learner_devices)
+        placed = [p.get() if hasattr(p, "get") else p for p in placed]
+        assert placed, "no learner answered"
+        for learner_device, tensor_devices in placed:
+            assert learner_device.startswith("cuda"), placed
+            # parameters and buffers (none for the numpy algorithms' no-op learner)
+            assert all(d.startswith("cuda") for d in tensor_devices), placed
         for key, value in flatten(result.get("fairness", {})).items():
             assert math.isfinite(value), key
     finally:

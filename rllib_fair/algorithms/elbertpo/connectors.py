@@ -48,6 +48,7 @@ class ELBERTAdvantage(ConnectorV2):
         self.demand_zeta = float(config.demand_zeta)
         self.demand_group = config.demand_group
         self.form = config.advantage_form
+        self.standardize_combined = config.standardizes_fair_advantage()
         self.episode_length = config.resolved_episode_length()
         self.last_stats: dict[str, float] = {}
 
@@ -117,7 +118,8 @@ class ELBERTAdvantage(ConnectorV2):
                 stream_adv = _standardize(stream_adv, mask)
             weights = np.concatenate([w.supply.reshape(-1), w.demand.reshape(-1)])
             a_fair = adv - self.alpha * stream_adv @ weights  # Eq. 5 (Eq. 30 in weights)
-            a_fair = _standardize(a_fair, mask)
+            if self.standardize_combined:
+                a_fair = _standardize(a_fair, mask)
             mb[Postprocessing.ADVANTAGES] = torch.as_tensor(
                 a_fair, dtype=torch.float32, device=device
             )

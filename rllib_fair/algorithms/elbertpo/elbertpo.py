@@ -26,9 +26,12 @@ of length ``L``, and keeps working when RLlib cuts episodes across batches.
 
 ``advantage_form="paper"`` (default) combines the raw advantages as Eq. 5 writes them;
 ``"reference"`` standardises each stream's advantage first, as the reference code does
-(which changes the relative scale of the terms). Both standardise the combined
-advantage over the batch afterwards (a positive rescaling of the whole policy gradient,
-so the direction of Eq. 5 is kept).
+(which changes the relative scale of the terms). ``standardize_fair_advantage`` says
+whether the combined advantage is then standardised over the batch: ``"auto"`` does so
+for the paper form (a positive rescaling of the whole policy gradient, so the direction
+of Eq. 5 is kept, and the clipped surrogate sees unit-scale advantages as in PPO) and not
+for the reference form, whose code passes the combination to the clipped surrogate as it
+is, so that the fairness term's size grows with the bias.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from rllib_fair.settings import Rule, choice, integer, number
 
 ADVANTAGE_FORMS = ("paper", "reference")
 SOFT_BIAS_MODES = ("auto", "always", "never")
+STANDARDIZE_MODES = ("auto", "always", "never")
 
 
 class ELBERTPOConfig(FairPPOConfig):
@@ -61,6 +65,9 @@ class ELBERTPOConfig(FairPPOConfig):
             lowest long-term benefit rate in the batch.
         advantage_form: ``"paper"`` (Eq. 5 on raw advantages) or ``"reference"``
             (each stream standardised first).
+        standardize_fair_advantage: ``"auto"`` (standardise the combined advantage over
+            the batch for the paper form, not for the reference form, as the authors'
+            code), ``"always"`` or ``"never"``.
         episode_length: ``L`` in the eta estimate; None reads ``max_steps`` of the env.
     """
 
@@ -98,6 +105,11 @@ class ELBERTPOConfig(FairPPOConfig):
             "advantage_form",
             ADVANTAGE_FORMS,
             "paper: Eq. 5 on raw advantages; reference: each stream standardised first",
+        ),
+        choice(
+            "standardize_fair_advantage",
+            STANDARDIZE_MODES,
+            "standardise the combined advantage over the batch (auto: paper form only)",
         ),
         integer(
             "episode_length",
@@ -137,6 +149,7 @@ class ELBERTPOConfig(FairPPOConfig):
         self.demand_zeta: float = 0.0
         self.demand_group: int | None = None
         self.advantage_form: str = "paper"
+        self.standardize_fair_advantage: str = "auto"
         self.episode_length: int | None = None
 
     @override(FairPPOConfig)
@@ -149,6 +162,7 @@ class ELBERTPOConfig(FairPPOConfig):
         demand_zeta=NotProvided,
         demand_group=NotProvided,
         advantage_form=NotProvided,
+        standardize_fair_advantage=NotProvided,
         episode_length=NotProvided,
         **kwargs,
     ):
@@ -162,6 +176,7 @@ class ELBERTPOConfig(FairPPOConfig):
             demand_zeta=demand_zeta,
             demand_group=demand_group,
             advantage_form=advantage_form,
+            standardize_fair_advantage=standardize_fair_advantage,
             episode_length=episode_length,
         )
 
@@ -206,6 +221,14 @@ class ELBERTPOConfig(FairPPOConfig):
         if self.soft_bias == "never":
             return False
         return self.fairness_shape()[1] > 2
+
+    def standardizes_fair_advantage(self) -> bool:
+        """Whether the combined fairness-aware advantage is standardised over the batch."""
+        if self.standardize_fair_advantage == "always":
+            return True
+        if self.standardize_fair_advantage == "never":
+            return False
+        return self.advantage_form == "paper"
 
     @property
     @override(FairPPOConfig)

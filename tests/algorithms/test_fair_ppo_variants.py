@@ -171,6 +171,11 @@ def test_regularize_advantages_minmax_form_hand_computed():
         ("ELBERTPO", {"advantage_form": "x"}, "valid choices: paper, reference"),
         (
             "ELBERTPO",
+            {"standardize_fair_advantage": True},
+            "standardize_fair_advantage: True is invalid; valid choices: ",
+        ),
+        (
+            "ELBERTPO",
             {"demand_group": 2},
             "demand_group: 2 is invalid; valid: None or a group index in 0..1",
         ),
@@ -287,6 +292,60 @@ def test_elbertpo_with_alpha_zero_keeps_rllibs_advantages(ray_session):
         np.testing.assert_allclose(a_out[mask], z, atol=2e-3)
         targets = out["default_policy"]["fair_value_targets"]
         assert targets.shape == (a_out.shape[0], 4)  # supply and demand of 2 groups
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize(
+    ("form", "mode", "expected"),
+    [
+        ("paper", "auto", True),
+        ("reference", "auto", False),  # the authors' code: the combination as it is
+        ("reference", "always", True),
+        ("paper", "never", False),
+    ],
+)
+def test_elbertpo_standardize_fair_advantage_resolves(form, mode, expected):
+    cfg = get_config_class("ELBERTPO")().training(
+        advantage_form=form, standardize_fair_advantage=mode
+    )
+    assert cfg.standardizes_fair_advantage() is expected
+
+
+@pytest.mark.ray
+def test_elbertpo_unstandardised_advantage_is_the_combination_itself(ray_session):
+    """'never' keeps Eq. 5's scale; 'always' is exactly its standardisation over the batch."""
+    algo = small(
+        "ELBERTPO",
+        env_id="fair/AttentionHard-v0",
+        alpha=2e4,
+        advantage_form="reference",
+        standardize_fair_advantage="never",
+    ).build_algo()
+    try:
+        episodes = algo.env_runner.sample(num_timesteps=400, random_actions=True)
+        learner = algo.learner_group._learner
+        pipeline = learner._learner_connector
+        elbert = pipeline.connectors[-1]
+        assert type(elbert).__name__ == "ELBERTAdvantage" and not elbert.standardize_combined
+
+        def advantages():
+            out = pipeline(
+                rl_module=learner.module,
+                batch={},
+                episodes=copy.deepcopy(episodes),
+                shared_data={},
+            )["default_policy"]
+            return out["advantages"].numpy(), out["loss_mask"].numpy().astype(bool)
+
+        raw, mask = advantages()
+        elbert.standardize_combined = True
+        scaled, mask2 = advantages()
+        np.testing.assert_array_equal(mask, mask2)
+        z = (raw[mask] - raw[mask].mean()) / raw[mask].std()
+        np.testing.assert_allclose(scaled[mask], z, atol=1e-4)
+        # the reward stream is standardised, the fairness term adds to it: not unit scale
+        assert abs(raw[mask].std() - 1.0) > 0.05, raw[mask].std()
     finally:
         algo.stop()
 

@@ -125,6 +125,8 @@ class Merged:
     method_hours: dict[str, float] = field(default_factory=dict)
     #: ``{(setting, method): Choice}`` for the methods with a grid
     selected: dict[tuple[str, str], Choice] = field(default_factory=dict)
+    #: ``{(setting, method): grid points with a cell on a seed the choice reads}``
+    grid_points: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,24 @@ def select_points(plan: Plan, rows: list[dict]) -> tuple[list[dict], dict]:
             )
             kept += [r for r in mine[label] if int(r["cell"]["seed"]) in plan.seeds]
     return kept, chosen
+
+
+def grid_points_with_cells(plan: Plan, rows: list[dict]) -> dict[tuple[str, str], int]:
+    """``{(setting, method): points with a cell}`` of the grid methods, chosen or not.
+
+    Counts the cells on the seeds the choice reads: the selection seeds of a staged grid,
+    the plan's seeds otherwise.
+    """
+    points: dict[tuple[str, str], set] = {}
+    for r in rows:
+        c = r["cell"]
+        method = c["method"]
+        if not plan.methods[method].get("grid"):
+            continue
+        on = plan.selection_seeds if plan.staged(method) else plan.seeds
+        if int(c["seed"]) in on:
+            points.setdefault((c["setting"], method), set()).add(c.get("point", ""))
+    return {key: len(labels) for key, labels in points.items()}
 
 
 def staged_choices(plan: Plan, rows: list[dict]) -> dict[tuple[str, str], str]:
@@ -268,7 +288,12 @@ def merge(out: Path, plan: Plan, *, plots: bool = True) -> Merged:
     """Writes the plan's README.md (and figure) from its cells; returns what it found."""
     every, stale = read_cells(out, plan)
     rows, selected = select_points(plan, every)
-    merged = Merged(n_cells=len(every), stale=stale, selected=selected)
+    merged = Merged(
+        n_cells=len(every),
+        stale=stale,
+        selected=selected,
+        grid_points=grid_points_with_cells(plan, every),
+    )
     metrics = list(plan.evaluation["metrics"])
     for setting in plan.settings:
         for method in plan.methods:
@@ -461,8 +486,9 @@ def _selection_lines(plan: Plan, merged: Merged) -> list[str]:
             c = merged.selected.get((setting, method))
             grid_size = len(plan.points(method))
             if c is None:
+                done = merged.grid_points.get((setting, method), 0)
                 lines.append(
-                    f"| {setting} | {plan.label(method)} | - | - | - | 0 | 0 of {grid_size} |"
+                    f"| {setting} | {plan.label(method)} | - | - | - | 0 | {done} of {grid_size} |"
                 )
                 continue
             params = ", ".join(f"{k}={v}" for k, v in c.params.items())

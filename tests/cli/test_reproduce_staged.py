@@ -108,7 +108,12 @@ def test_no_choice_before_every_point_has_every_selection_seed(tmp_path):
     _staged_cells(tmp_path, plan, on_plan_seeds=False)
     # seed 9 is missing everywhere: no choice yet, so no plan-seed cells to run
     assert staged_choices(plan, read_cells(tmp_path, plan)[0]) == {}
-    assert ("fico", "sellf") not in merge(tmp_path, plan, plots=False).selected
+    before = merge(tmp_path, plan, plots=False)
+    assert ("fico", "sellf") not in before.selected
+    # the README still counts the points that have cells (4 of 4 on seed 0)
+    assert before.grid_points[("fico", "sellf")] == 4
+    text = (tmp_path / "gridded" / "README.md").read_text()
+    assert "| fico | SELLF | - | - | - | 0 | 4 of 4 |" in text
     for point, values in POINTS.items():
         _write(tmp_path, plan, "sellf", point, 9, *values[1])
     merged = merge(tmp_path, plan, plots=False)

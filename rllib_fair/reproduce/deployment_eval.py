@@ -6,7 +6,9 @@ the env's own termination) on each of the deployment seeds ``0 .. seeds - 1``, o
 training env and its ``env_config``, with true labels; actions sampled from the policy
 when the plan's ``explore`` is true, else greedy. Plan keys under ``evaluation``:
 ``steps`` (default 10,000), ``seeds`` (default 10), ``window`` (decisions in the true
-disparity's window; default the config's ``fairness_disparity_window``).
+disparity's window; default the config's ``fairness_disparity_window``). A setting may
+set its own ``steps`` (``settings.<s>.evaluation.steps``): the authors deploy FICO
+lending for 10,000 steps and school admission for its 2,048-step episode.
 
 The paths name its outputs, means over the deployment seeds:
 
@@ -50,6 +52,8 @@ class Deployment:
     NAME = "deployment"
     #: What the paths may name.
     OUTPUTS = OUTPUTS
+    #: What a plan setting's own ``evaluation`` may set (it reads them).
+    SETTING_KEYS = ("steps",)
 
     @classmethod
     def describe(cls, evaluation: dict) -> str:

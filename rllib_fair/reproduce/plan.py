@@ -124,7 +124,7 @@ _TOP_KEYS = {
 }
 #: What a setting's ``evaluation`` may set over the plan's protocol (each evaluator
 #: takes those of them it reads: its ``SETTING_KEYS``).
-SETTING_EVALUATION_KEYS = ("episodes", "env_config")
+SETTING_EVALUATION_KEYS = ("episodes", "env_config", "steps")
 _REQUIRED = ("name", "title", "seeds", "budget", "example", "methods", "settings", "evaluation")
 
 
@@ -327,11 +327,11 @@ class Plan:
     def evaluation_for(self, setting: str) -> dict[str, Any]:
         """The evaluation protocol of ``setting``: the plan's, with the setting's overrides.
 
-        A setting may set its own ``episodes`` and, for ``greedy_episodes``, an
-        ``env_config`` of the evaluation env over the training env's
-        (``settings.<s>.evaluation``): the papers evaluate short-episode envs on more
-        episodes, and some on longer episodes than they train on. The protocol is
-        otherwise the plan's.
+        A setting may set its own ``episodes``, for ``greedy_episodes`` an ``env_config``
+        of the evaluation env over the training env's, and for ``deployment`` its own
+        ``steps`` (``settings.<s>.evaluation``): the papers evaluate short-episode envs on
+        more episodes, some on longer episodes than they train on, and SELLF's authors
+        deploy each env for its own episode length. The protocol is otherwise the plan's.
         """
         own = self.settings[setting].get("evaluation") or {}
         return {**self.evaluation, **own} if own else self.evaluation
@@ -669,6 +669,8 @@ def parse_plan(data: Any, source: str = "") -> Plan:
             )
         if "episodes" in own:
             _int(f"settings.{k}.evaluation.episodes", own["episodes"], 1)
+        if "steps" in own:
+            _int(f"settings.{k}.evaluation.steps", own["steps"], 1)
         if "env_config" in own:
             if not isinstance(own["env_config"], dict) or not own["env_config"]:
                 raise _fail(

@@ -124,7 +124,19 @@ def test_tiny_plan_cells_and_overrides():
         (
             {"settings": {"lending": {"notion": "x", "evaluation": {"explore": True}}}},
             "settings.lending.evaluation: {'explore': True} is invalid; valid: a mapping of "
-            "episodes, env_config",
+            "episodes, env_config, steps",
+        ),
+        (
+            {"settings": {"lending": {"notion": "x", "evaluation": {"steps": 100}}}},
+            "settings.lending.evaluation.steps: 100 is invalid; valid: nothing: only "
+            "deployment read",
+        ),
+        (
+            {
+                "settings": {"lending": {"notion": "x", "evaluation": {"steps": 0}}},
+                "evaluation": {"evaluator": "deployment", "metrics": {"bias": "disparity"}},
+            },
+            "settings.lending.evaluation.steps: 0 is invalid; valid: an integer >= 1",
         ),
         (
             {"settings": {"lending": {"notion": "x", "evaluation": {"env_config": {}}}}},

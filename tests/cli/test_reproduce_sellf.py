@@ -84,6 +84,11 @@ def test_the_plan_validates_with_its_grids_cells_and_claims():
     oracle = Cell("pocar_oracle", "fico_ap", 0, "beta_1-10+beta_2-5")
     assert plan.example_path(oracle, ROOT).name == "lending_fico-pocar_oracle.yaml"
     assert plan.evaluation["explore"] is True and plan.evaluation["steps"] == 10_000
+    # the authors' school env ends every episode at 2,048 steps and charges 0.4 an admission
+    for setting in plan.settings:
+        school = setting.startswith("school")
+        assert plan.evaluation_for(setting)["steps"] == (2048 if school else 10_000)
+        assert plan.env_config(Cell("ppo", setting, 1)).get("cost") == (0.4 if school else None)
     assert plan.selection == {
         "disparity": "disparity",
         "reward": "reward",

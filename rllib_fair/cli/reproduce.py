@@ -85,16 +85,24 @@ def with_resolver(plan: Plan, root: Path = ROOT) -> Plan:
 
     bare = dataclasses.replace(plan, resolver=None)
     cache: dict[tuple, dict | None] = {}
+    classes: dict[tuple, type | None] = {}
 
     def resolve(cell: Cell) -> dict | None:
         key = (cell.method, cell.setting, cell.point)
         if key not in cache:
             try:
-                cache[key] = resolved_settings(cell_config(bare, cell, root)[0])
+                config = cell_config(bare, cell, root)[0]
+                cache[key], classes[key] = resolved_settings(config), type(config)
             except (ValueError, OSError, KeyError, TypeError):
-                cache[key] = None
+                cache[key], classes[key] = None, None
         return cache[key]
 
+    def config_class(cell: Cell) -> type | None:
+        """The config class ``cell`` builds (its added settings upgrade older records)."""
+        resolve(cell)
+        return classes[(cell.method, cell.setting, cell.point)]
+
+    resolve.config_class = config_class
     return dataclasses.replace(plan, resolver=resolve)
 
 

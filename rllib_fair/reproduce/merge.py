@@ -29,6 +29,7 @@ from pathlib import Path
 from rllib_fair.reproduce import stats
 from rllib_fair.reproduce.curves import cells_with_curves, plot_curves
 from rllib_fair.reproduce.plan import Cell, Plan
+from rllib_fair.reproduce.resolved import upgraded
 
 
 def cells_dir(out: Path, plan: Plan) -> Path:
@@ -51,14 +52,21 @@ def current(row: dict, plan: Plan, cell: Cell) -> bool:
     ``setup_note``, where the plan and the example at their commit gave the same).
     When the plan has a :attr:`~rllib_fair.reproduce.plan.Plan.resolver`, a row that
     records what its config resolved the package's defaults to (``resolved``) must
-    also match what the current code resolves the cell to.
+    also match what the current code resolves the cell to; a setting added to the
+    package since the row was written counts at the value that reproduces the row's run
+    (:func:`~rllib_fair.reproduce.resolved.upgraded`).
     """
     if row.get("budget") != plan.budget_for(cell):
         return False
     if "setup" in row and row["setup"] != plan.setup(cell):
         return False
     if plan.resolver is not None and "resolved" in row:
-        return row["resolved"] == plan.resolver(cell)
+        now = plan.resolver(cell)
+        class_of = getattr(plan.resolver, "config_class", None)
+        recorded = row["resolved"]
+        if now is not None and class_of is not None:
+            recorded = upgraded(recorded, class_of(cell))
+        return recorded == now
     return True
 
 

@@ -126,6 +126,37 @@ def env_parameters(env: Any, env_config: dict | None) -> dict[str, Any]:
     return out
 
 
+def added_settings(config_cls: type) -> dict[str, Any]:
+    """``{key: former}`` of the settings a config class (or a base) added after release.
+
+    A config class lists them in ``ADDED_SETTINGS``; ``former(recorded_config)`` returns
+    the value of the new setting that reproduces what a run recorded before the setting
+    existed did, given the rest of that run's record.
+    """
+    added: dict[str, Any] = {}
+    for cls in reversed(config_cls.__mro__):
+        added.update(vars(cls).get("ADDED_SETTINGS", {}))
+    return added
+
+
+def upgraded(recorded: dict | None, config_cls: type | None) -> dict | None:
+    """``recorded`` with the settings added since it was written (:func:`added_settings`).
+
+    Each missing setting takes the value that reproduces the recorded run, so a record
+    that ran as a current default still does compares equal to today's, and one that ran
+    otherwise does not (it is then stale).
+    """
+    if not recorded or config_cls is None or "config" not in recorded:
+        return recorded
+    missing = {k: f for k, f in added_settings(config_cls).items() if k not in recorded["config"]}
+    if not missing:
+        return recorded
+    config = dict(recorded["config"])
+    for key, former in missing.items():
+        config[key] = former(recorded["config"])
+    return {**recorded, "config": config}
+
+
 def resolved_settings(config) -> dict[str, Any]:
     """The record of a built algorithm config (see the module docstring), in JSON types."""
     attrs = _attributes(config)

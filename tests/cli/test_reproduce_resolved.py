@@ -132,3 +132,36 @@ def test_a_copied_grid_point_records_its_own_values(tmp_path):
     path = cell_path(tmp_path, plan, Cell(**copy["cell"]))
     path.write_text(json.dumps(copy))
     assert finished(tmp_path, plan, Cell(**copy["cell"]))
+
+
+def test_a_setting_added_since_counts_at_the_value_that_reproduces_the_old_run(tmp_path):
+    """ELBERT-PO's standardize_fair_advantage (2026-11-29): the paper form ran as 'auto'
+    does now, the reference form as 'always' (no longer its default): only the latter
+    reruns."""
+    from rllib_fair.algorithms.elbertpo.elbertpo import ELBERTPOConfig
+    from rllib_fair.reproduce.resolved import added_settings, upgraded
+
+    assert set(added_settings(ELBERTPOConfig)) == {"standardize_fair_advantage"}
+    assert added_settings(POCARConfig) == {}
+    tiny = {
+        **TINY,
+        "methods": {**TINY["methods"], "elbertpo": {"label": "ELBERT-PO"}},
+    }
+    for form, rerun in (("paper", False), ("reference", True)):
+        lending = {**TINY["settings"]["lending"]}
+        lending["config"] = {**lending["config"], "advantage_form": form}
+        plan = with_resolver(parse_plan({**tiny, "settings": {"lending": lending}}))
+        cell = Cell("elbertpo", "lending", 0)
+        now = plan.resolver(cell)
+        assert now["config"]["standardize_fair_advantage"] == "auto"
+        before = {**now, "config": dict(now["config"])}
+        del before["config"]["standardize_fair_advantage"]  # a record written before
+        row = {**_row(plan, cell, None), "resolved": before}
+        assert current(row, plan, cell) is not rerun, form
+        assert upgraded(before, ELBERTPOConfig)["config"]["standardize_fair_advantage"] == (
+            "always" if rerun else "auto"
+        )
+        # a record that has the setting is compared as it is
+        assert current({**row, "resolved": now}, plan, cell)
+        other = {**now, "config": {**now["config"], "standardize_fair_advantage": "never"}}
+        assert not current({**row, "resolved": other}, plan, cell)

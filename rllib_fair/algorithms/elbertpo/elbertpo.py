@@ -89,6 +89,15 @@ class ELBERTPOConfig(FairPPOConfig):
         note="the env's reward minus alpha times the (soft) benefit-rate gap (Eq. 5)",
     )
 
+    #: Settings added since the first release: for a run recorded before one existed, the
+    #: value that reproduces it (``rllib_fair.reproduce.resolved.upgraded``). Until
+    #: 2026-11-29 both advantage forms standardised the combined advantage.
+    ADDED_SETTINGS = {
+        "standardize_fair_advantage": lambda former: (
+            "auto" if former.get("advantage_form", "paper") == "paper" else "always"
+        ),
+    }
+
     DECLARED_SETTINGS = (
         number("alpha", "bias coefficient of the fairness-aware advantage", 0),
         number("beta", "temperature of the soft gap", 0, low_open=True),

@@ -84,23 +84,25 @@ def with_resolver(plan: Plan, root: Path = ROOT) -> Plan:
     from rllib_fair.reproduce.resolved import resolved_settings
 
     bare = dataclasses.replace(plan, resolver=None)
-    cache: dict[tuple, dict | None] = {}
-    classes: dict[tuple, type | None] = {}
+    # (record, config class) per method, setting and grid point; (None, None) unbuildable
+    cache: dict[tuple, tuple[dict | None, type | None]] = {}
 
-    def resolve(cell: Cell) -> dict | None:
+    def built(cell: Cell) -> tuple[dict | None, type | None]:
         key = (cell.method, cell.setting, cell.point)
         if key not in cache:
             try:
                 config = cell_config(bare, cell, root)[0]
-                cache[key], classes[key] = resolved_settings(config), type(config)
+                cache[key] = (resolved_settings(config), type(config))
             except (ValueError, OSError, KeyError, TypeError):
-                cache[key], classes[key] = None, None
+                cache[key] = (None, None)
         return cache[key]
+
+    def resolve(cell: Cell) -> dict | None:
+        return built(cell)[0]
 
     def config_class(cell: Cell) -> type | None:
         """The config class ``cell`` builds (its added settings upgrade older records)."""
-        resolve(cell)
-        return classes[(cell.method, cell.setting, cell.point)]
+        return built(cell)[1]
 
     resolve.config_class = config_class
     return dataclasses.replace(plan, resolver=resolve)

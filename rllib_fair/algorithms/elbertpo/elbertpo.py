@@ -47,8 +47,8 @@ from rllib_fair.rllib.targets import Metric, OwnMetrics
 from rllib_fair.settings import Rule, choice, integer, number
 
 ADVANTAGE_FORMS = ("paper", "reference")
-SOFT_BIAS_MODES = ("auto", "always", "never")
-STANDARDIZE_MODES = ("auto", "always", "never")
+#: Choices of a switch whose "auto" depends on the rest of the config.
+AUTO_MODES = ("auto", "always", "never")
 
 
 class ELBERTPOConfig(FairPPOConfig):
@@ -101,7 +101,7 @@ class ELBERTPOConfig(FairPPOConfig):
     DECLARED_SETTINGS = (
         number("alpha", "bias coefficient of the fairness-aware advantage", 0),
         number("beta", "temperature of the soft gap", 0, low_open=True),
-        choice("soft_bias", SOFT_BIAS_MODES, "when h uses the soft gap (auto: > 2 groups)"),
+        choice("soft_bias", AUTO_MODES, "when h uses the soft gap (auto: > 2 groups)"),
         number("demand_zeta", "zeta of the demand regulariser (0: off)", 0),
         integer(
             "demand_group",
@@ -117,7 +117,7 @@ class ELBERTPOConfig(FairPPOConfig):
         ),
         choice(
             "standardize_fair_advantage",
-            STANDARDIZE_MODES,
+            AUTO_MODES,
             "standardise the combined advantage over the batch (auto: paper form only)",
         ),
         integer(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from rllib_fair.reproduce.outputs import check_output_paths
+from rllib_fair.reproduce.evaluator_base import Evaluator, check_output_paths
 
 #: What the paths may name.
 OUTPUTS = ("disparity", "disparity_std", "reward", "reward_std", "final_gap", "steps")
@@ -42,12 +42,8 @@ def _positive(evaluation: dict, key: str, default: int | None) -> int | None:
     return value
 
 
-class Deployment:
-    """SELLF's deployment protocol: ``steps`` env steps on each of ``seeds`` seeds.
-
-    An evaluator as :class:`rllib_fair.reproduce.evaluators.Evaluator` describes (its
-    ``configure`` and ``measure``); it does not import that module, which registers it.
-    """
+class Deployment(Evaluator):
+    """SELLF's deployment protocol: ``steps`` env steps on each of ``seeds`` seeds."""
 
     NAME = "deployment"
     #: What the paths may name.

@@ -52,46 +52,12 @@ a NaN.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from rllib_fair.reproduce.deployment_eval import Deployment
-from rllib_fair.reproduce.outputs import check_output_paths
+from rllib_fair.reproduce.evaluator_base import NEVER, Evaluator, check_output_paths, read_path
 from rllib_fair.reproduce.quarters import Quarters
 
-#: An evaluation interval no run reaches (iterations): it makes RLlib build the
-#: evaluation runner without ever evaluating on its own.
-NEVER = 2**62
-
-
-def read_path(result: dict, path: str) -> float:
-    """The number at the dotted ``path`` of ``result`` (one-line ValueError otherwise)."""
-    node: Any = result
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise ValueError(f"metric path {path!r}: no {part!r} in the result")
-        node = node[part]
-    try:
-        value = float(node)
-    except (TypeError, ValueError):
-        raise ValueError(f"metric path {path!r}: {node!r} is not a number") from None
-    if not math.isfinite(value):
-        raise ValueError(f"metric path {path!r}: {value!r} is not finite")
-    return value
-
-
-class Evaluator:
-    """The base evaluator: nothing to configure; metrics read from ``result``."""
-
-    #: What a plan setting's own ``evaluation`` may set for this evaluator (it reads them).
-    SETTING_KEYS: tuple[str, ...] = ()
-
-    def configure(self, config, evaluation: dict):
-        """The config with what this evaluator needs (here: unchanged)."""
-        return config
-
-    def measure(self, algo, last_result: dict, paths: dict[str, str], evaluation: dict) -> dict:
-        """The plan's metrics: ``{name: value}``."""
-        return {name: read_path(last_result, path) for name, path in paths.items()}
+__all__ = ["EVALUATORS", "NEVER", "Evaluator", "read_path"]
 
 
 class FinalTraining(Evaluator):

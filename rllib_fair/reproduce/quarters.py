@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 
-from rllib_fair.reproduce.outputs import check_output_paths
+from rllib_fair.reproduce.evaluator_base import Evaluator, check_output_paths
 
 #: The four signed gaps of the paper's App. B (and App. C's accuracy).
 GAPS = ("delta_sr", "delta_fpr", "delta_fnr", "delta_acc")
@@ -100,12 +100,8 @@ def summarize(episode: list[dict]) -> dict[str, float]:
     return out
 
 
-class Quarters:
-    """Lee et al.'s final-quarter gaps and profits of the last training episode.
-
-    The two steps of :class:`rllib_fair.reproduce.evaluators.Evaluator`; not a subclass, so
-    that the registry there can import this module at its top.
-    """
+class Quarters(Evaluator):
+    """Lee et al.'s final-quarter gaps and profits of the last training episode."""
 
     NAME = "quarters"
     #: What the paths may name.

@@ -229,6 +229,24 @@ def test_missing_key_and_unknown_plan():
         load_plan("no-such-plan")
 
 
+def test_every_named_evaluator_is_an_evaluator_and_the_base_reads_finite_paths():
+    from rllib_fair.reproduce.evaluator_base import Evaluator
+    from rllib_fair.reproduce.evaluators import EVALUATORS
+
+    assert EVALUATORS and all(issubclass(c, Evaluator) for c in EVALUATORS.values())
+    base = Evaluator()
+    result = {"a": {"b": 2.5, "n": float("nan"), "s": "x"}}
+    assert base.configure("config", {}) == "config"
+    assert base.measure(None, result, {"m": "a.b"}, {}) == {"m": 2.5}
+    for path, message in (
+        ("a.n", "'a.n': nan is not finite"),
+        ("a.s", "'a.s': 'x' is not a number"),
+        ("a.c", "'a.c': no 'c' in the result"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            base.measure(None, result, {"m": path}, {})
+
+
 @pytest.mark.parametrize("name", sorted(shipped_plans()))
 def test_shipped_plans_load_and_name_existing_examples(name):
     plan = load_plan(name)

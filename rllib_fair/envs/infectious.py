@@ -28,6 +28,7 @@ from rllib_fair.envs.base import (
     _fmt,
     as_count,
     as_discrete_action,
+    as_flag,
     as_positive,
 )
 from rllib_fair.envs.declared import max_steps
@@ -38,7 +39,7 @@ from rllib_fair.fairness.counts import (
     QUALIFIED_MASS,
     empty_counts,
 )
-from rllib_fair.settings import integer, number
+from rllib_fair.settings import bool_setting, integer, number
 
 KARATE_TABLE_PATH = Path(__file__).resolve().parent / "data" / "karate_communities.json"
 
@@ -149,8 +150,14 @@ class InfectiousEnv(FairEnvMixin, gym.Env):
 
     ## Episode End
 
-    * Termination: never (an epidemic that died out simply continues).
+    * Termination: never (an epidemic that died out simply continues), unless
+      ``horizon_terminal``: then the step that reaches ``max_steps`` terminates.
     * Truncation: after ``max_steps`` steps (20, POCAR's and ELBERT's ``EP_TIMESTEPS``).
+
+    Truncation lets RLlib bootstrap the value of the state after the last step;
+    ``horizon_terminal=True`` makes the 20-step episode the whole task instead, as the
+    ELBERT-PO authors' Stable-Baselines3 code treats it (their episode end carries no
+    time-limit flag, so nothing past step 20 is valued).
 
     ## Arguments
 
@@ -162,6 +169,7 @@ class InfectiousEnv(FairEnvMixin, gym.Env):
     | ``max_steps`` | 20 | truncation horizon |
     | ``initial_infected`` | None | node infected at reset, ``None`` = uniformly random |
     | ``burn_in`` | 0 | untreated disease steps run inside ``reset()`` (POCAR/ELBERT: 1) |
+    | ``horizon_terminal`` | False | the episode's end at ``max_steps`` is a termination |
 
     ``InfectiousEnv(initial_infected=0, burn_in=1)`` is the exact initial state of the
     reference code (node 0 infected, then one step without vaccination before the first
@@ -224,6 +232,7 @@ class InfectiousEnv(FairEnvMixin, gym.Env):
             none_means="a node drawn at random",
         ),
         integer("burn_in", "steps of the epidemic before the first decision", 0),
+        bool_setting("horizon_terminal", "the episode's end at max_steps is a termination"),
     )
 
     def __init__(
@@ -234,6 +243,7 @@ class InfectiousEnv(FairEnvMixin, gym.Env):
         max_steps: int = DEFAULT_MAX_STEPS,
         initial_infected: int | None = None,
         burn_in: int = 0,
+        horizon_terminal: bool = False,
     ) -> None:
         self.tau = _as_prob("tau", tau)
         self.recovery_prob = _as_prob("recovery_prob", recovery_prob)
@@ -252,6 +262,7 @@ class InfectiousEnv(FairEnvMixin, gym.Env):
             initial_infected = int(initial_infected)
         self.initial_infected = initial_infected
         self.burn_in = as_count("burn_in", burn_in, minimum=0)
+        self.horizon_terminal = as_flag("horizon_terminal", horizon_terminal)
 
         adjacency, node_groups, communities = _karate_arrays()
         self._adj = adjacency
@@ -393,8 +404,9 @@ class InfectiousEnv(FairEnvMixin, gym.Env):
             "num_infected": num_infected,
         }
         reward = (N_NODES - num_infected) / N_NODES
-        truncated = self._episode_over = self._t >= self.max_steps
-        return self._obs.copy(), reward, False, truncated, info
+        over = self._episode_over = self._t >= self.max_steps
+        terminal = over and self.horizon_terminal
+        return self._obs.copy(), reward, terminal, over and not terminal, info
 
     # ------------------------------------------------------------------ internals
 
@@ -486,6 +498,7 @@ class InfectiousHardEnv(InfectiousEnv):
         max_steps: int = DEFAULT_MAX_STEPS,
         initial_infected: int | None = None,
         burn_in: int = 0,
+        horizon_terminal: bool = False,
     ) -> None:
         super().__init__(
             tau=tau,
@@ -494,4 +507,5 @@ class InfectiousHardEnv(InfectiousEnv):
             max_steps=max_steps,
             initial_infected=initial_infected,
             burn_in=burn_in,
+            horizon_terminal=horizon_terminal,
         )

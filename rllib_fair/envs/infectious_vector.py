@@ -131,17 +131,19 @@ class InfectiousVectorEnv(NativeVectorEnv):
         newly[rows, 1] = n_new - n_new0
         counts[rows, NEEDED] = newly[rows]
         self._t[rows] += 1
-        truncated = np.zeros(n, dtype=bool)
-        truncated[rows] = self._t[rows] >= self.spec_env.max_steps
+        over = np.zeros(n, dtype=bool)
+        over[rows] = self._t[rows] >= self.spec_env.max_steps
+        terminated = over if self.spec_env.horizon_terminal else np.zeros(n, dtype=bool)
+        truncated = over & ~terminated
         if not everyone:
             self._reset_copies(self._rows[resetting], None)
         num_infected = self._fill_qualified_mass(counts)
         rewards = (N_NODES - num_infected) / N_NODES
         if not everyone:
             rewards[resetting] = 0.0
-        self._needs_reset = truncated.copy()
+        self._needs_reset = over.copy()
         infos = self._infos(counts, group, decision, self._tuples(newly), num_infected)
-        return self._observe(), rewards, np.zeros(n, dtype=bool), truncated, infos
+        return self._observe(), rewards, terminated, truncated, infos
 
     # ------------------------------------------------------------------ internals
 

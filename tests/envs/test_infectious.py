@@ -493,6 +493,23 @@ def test_truncation_at_max_steps(env_id):
     assert env.unwrapped.elapsed_steps == 0
 
 
+@pytest.mark.parametrize("env_id", IDS)
+def test_horizon_terminal_ends_the_episode_as_a_termination(env_id):
+    # the same trajectory; only the flag of the last step moves from truncated to terminated
+    plain, terminal = (
+        gym.make(env_id, max_steps=5),
+        gym.make(env_id, max_steps=5, horizon_terminal=True),
+    )
+    plain.reset(seed=3), terminal.reset(seed=3)
+    for t in range(5):
+        a, b = plain.step(t), terminal.step(t)
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1] == b[1]
+        assert a[2:4] == (False, t == 4) and b[2:4] == (t == 4, False)
+    with pytest.raises(ValueError, match="horizon_terminal"):
+        gym.make(env_id, horizon_terminal="yes")
+
+
 # ------------------------------------------------------------------ validation
 
 

@@ -23,6 +23,7 @@ PAIRS = [(InfectiousEnv, InfectiousVectorEnv), (InfectiousHardEnv, InfectiousHar
         (3, {"max_steps": 60, "recovery_prob": 0.3, "tau": 0.2}, 1),
         (5, {"max_steps": 30, "burn_in": 3, "initial_infected": 33}, 3),
         (8, {"max_steps": 400, "relapse_prob": 0.05}, 4),  # mostly no resetting copy
+        (4, {"max_steps": 9, "horizon_terminal": True}, 5),  # ends are terminations
     ],
 )
 def test_same_trajectories_as_sync_vector_env(single, vector, n, kwargs, seed):

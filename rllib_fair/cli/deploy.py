@@ -228,6 +228,8 @@ def format_summary(summary: dict) -> str:
             f"  actions: {note}",
             f"  cumulative reward      {pm('cumulative_reward')}",
             f"  mean true disparity    {pm('mean_disparity')}",
+            f"  mean observed disparity {pm('mean_observed_disparity')} "
+            f"({summary['observed_source']}: what the algorithm sees)",
             f"  final long-term gap    {pm('final_gap')}",
             f"  steps                  {pm('steps')}",
             *rates,

@@ -14,6 +14,10 @@ The paths name its outputs, means over the deployment seeds:
 
 * ``disparity``: the true disparity |Delta_t| of the setting's notion averaged over the
   deployment's steps (the tables' disparity); ``disparity_std`` its std over the seeds;
+* ``observed_disparity``: the same average of the disparity the algorithm itself
+  observes (its ``fairness_disparity_source``: accepted-only labels for POCAR, labels
+  imputed by the predictor for SELLF, the true one for the oracle and PPO), what the
+  paper's Alg. 2 selects on; ``observed_disparity_std`` its std over the seeds;
 * ``reward``: the deployment's cumulative reward; ``reward_std`` its std over the seeds;
 * ``final_gap``: the notion's long-term gap at the end of the deployment;
 * ``steps``: the deployed episode's length (below ``steps`` when the env terminated).
@@ -26,7 +30,10 @@ import math
 from rllib_fair.reproduce.evaluator_base import Evaluator, check_output_paths
 
 #: What the paths may name.
-OUTPUTS = ("disparity", "disparity_std", "reward", "reward_std", "final_gap", "steps")
+OUTPUTS = (
+    *("disparity", "disparity_std", "observed_disparity", "observed_disparity_std"),
+    *("reward", "reward_std", "final_gap", "steps"),
+)
 
 #: The paper's deployment: 10,000 steps on 10 seeds.
 DEFAULT_STEPS = 10_000
@@ -91,6 +98,8 @@ class Deployment(Evaluator):
         outputs = {
             "disparity": summary["mean_disparity"]["mean"],
             "disparity_std": summary["mean_disparity"]["std"],
+            "observed_disparity": summary["mean_observed_disparity"]["mean"],
+            "observed_disparity_std": summary["mean_observed_disparity"]["std"],
             "reward": summary["cumulative_reward"]["mean"],
             "reward_std": summary["cumulative_reward"]["std"],
             "final_gap": summary["final_gap"]["mean"],

@@ -42,7 +42,8 @@ Shipped:
 * ``deployment``: SELLF's protocol: the final policy deployed for ``steps`` env steps on
   each of ``seeds`` deployment seeds (actions sampled with ``explore: true``, greedy
   otherwise); its outputs are ``disparity`` (the true disparity averaged over time),
-  ``reward``, ``final_gap`` and ``steps``, means over the deployment seeds
+  ``observed_disparity`` (the one the algorithm observes, same average), ``reward``,
+  ``final_gap`` and ``steps``, means over the deployment seeds
   (:mod:`rllib_fair.reproduce.deployment_eval`).
 
 A metric that is missing or not finite is an error naming the path: a cell never writes

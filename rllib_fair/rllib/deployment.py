@@ -7,6 +7,13 @@ mean over time of the true per-step disparity (|Delta_t| over the last ``window`
 decisions, true labels) and the final long-term gap, and each group's long-term rate of
 the notion at the end. The summary gives mean and std over the seeds.
 
+Next to the true disparity, each run records the disparity the policy's own algorithm
+observes (``fairness_disparity_source``): on the accepted applicants' labels only
+(``accepted``, POCAR), on those labels with the rest imputed by the module's label
+predictor (``imputed``, SELLF), or the true one (``true``: the oracle, PPO). It is the
+disparity SELLF's Alg. 2 selects on (Valdrighi et al.: each method on what it observes),
+computed over the same window of decisions as the true one.
+
 Each deployment runs through an RLlib ``SingleAgentEnvRunner`` built from the
 algorithm's config, so observations and actions pass the module's own connectors
 (observation preprocessing, action unsquashing and clipping for continuous actions)
@@ -46,6 +53,9 @@ class DeployResult:
     #: long-term rate per pair and group at the end (``{pair: {group: rate}}``; NaN
     #: where undefined, e.g. no qualified applicant of that group was seen)
     rates: dict | None = None
+    #: the mean over time of the disparity the algorithm observes (its
+    #: ``fairness_disparity_source``); equal to ``mean_disparity`` for ``true``
+    mean_observed_disparity: float = math.nan
 
 
 def check_notion(env_id: str, notion: str) -> None:
@@ -110,6 +120,7 @@ def deploy_algorithm(
             ledger.update(info["fairness"])
             gaps.append(disparity.update(info["fairness"]))
         total = float(np.sum(episode.get_rewards()))
+        observed = _observed_disparity(cfg, notion, window, infos, episode, gaps)
         rates = {
             pair: {g: (v["rate"] if v["defined"] else math.nan) for g, v in groups.items()}
             for pair, groups in ledger.by_group(group_names).items()
@@ -123,10 +134,12 @@ def deploy_algorithm(
                 ledger.bias(),
                 np.asarray(gaps, dtype=np.float64) if series else None,
                 rates,
+                observed,
             )
         )
     summary = {}
-    for key in ("cumulative_reward", "mean_disparity", "final_gap", "steps"):
+    fields = ("cumulative_reward", "mean_disparity", "mean_observed_disparity", "final_gap")
+    for key in (*fields, "steps"):
         values = np.array([getattr(r, key) for r in runs], dtype=np.float64)
         summary[key] = {"mean": float(values.mean()), "std": float(values.std())}
     summary["rates"] = {
@@ -134,10 +147,62 @@ def deploy_algorithm(
         for pair in (runs[0].rates if runs else {})
     }
     summary["notion"] = notion
+    summary["observed_source"] = _source(cfg)
     summary["window"] = window
     summary["seeds"] = seeds
     summary["actions"] = "sampled" if explore else "greedy"
     return runs, summary
+
+
+def _source(cfg) -> str:
+    """The config's ``fairness_disparity_source`` (``"true"`` when it has none)."""
+    return str(getattr(cfg, "fairness_disparity_source", None) or "true")
+
+
+def _observed_disparity(cfg, notion: str, window, infos: list, episode, gaps: list) -> float:
+    """The mean over the deployment of the disparity the algorithm observes.
+
+    ``true``: the true per-step disparity (``gaps``) itself. ``accepted`` and
+    ``imputed``: the selective-labels disparity over the same window of decisions, from
+    the decisions' groups, decisions and true labels (only accepted ones are read) and,
+    for ``imputed``, the module's label predictions stored with the episode.
+    """
+    source = _source(cfg)
+    if source == "true":
+        return float(np.mean(gaps))
+    from rllib_fair.fairness.selective import running_selective_disparity
+    from rllib_fair.rllib import keys
+
+    steps = {
+        name: np.array([info.get(name, -1) for info in infos], dtype=np.int64)
+        for name in ("group", "decision", "label")
+    }
+    if (steps["group"] < 0).any() or (steps["decision"] < 0).any():
+        raise DeployError(
+            f"fairness_disparity_source: {source!r} needs every step's group and decision "
+            f"in info; env {cfg.env!r} leaves some out"
+        )
+    predicted = None
+    if source == "imputed":
+        if keys.LABEL_PREDICTION not in episode.extra_model_outputs:
+            raise DeployError(
+                "fairness_disparity_source: 'imputed' needs the module's label predictions; "
+                "the deployed module stored none"
+            )
+        raw = episode.get_extra_model_outputs(keys.LABEL_PREDICTION)
+        predicted = np.asarray(raw, dtype=np.float64).reshape(-1)[: len(infos)]
+    observed = np.where(steps["decision"] == 1, steps["label"], 0)
+    series, _ = running_selective_disparity(
+        notion,
+        steps["group"],
+        steps["decision"],
+        observed,
+        predicted,
+        window=window,
+        source=source,
+        signed=False,
+    )
+    return float(np.mean(series))
 
 
 def _mean_std(values: list[float]) -> dict:

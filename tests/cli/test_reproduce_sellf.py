@@ -291,3 +291,39 @@ def test_one_sellf_cell_deploys_end_to_end(ray_session, tmp_path):
     assert merged.selected[("fico_eo", "sellf")].point == cell.point
     text = (tmp_path / plan.name / "README.md").read_text()
     assert "| fico_eo | SELLF | beta_1=2, beta_2=0.05 |" in text
+
+
+@pytest.mark.parametrize(
+    ("algo", "source"), [("PPO", "true"), ("POCAR", "accepted"), ("SELLF", "imputed")]
+)
+def test_deployment_reports_the_disparity_each_method_observes(ray_session, algo, source):
+    # PPO observes the true disparity; POCAR's accepted-only one is 0 for equal
+    # opportunity (only accepted applicants' labels, all of them granted: Prop. 3.1);
+    # SELLF's imputes the rejected applicants' labels with its predictor
+    from rllib_fair.algorithms import get_config_class
+    from rllib_fair.reproduce.deployment_eval import Deployment
+
+    config = (
+        get_config_class(algo)()
+        .environment("fair/LendingFICO-v0")
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1)
+        .fairness(notion="equal_opportunity")
+        .debugging(seed=0)
+    )
+    if algo == "POCAR":
+        config = config.fairness(disparity_source="accepted")
+    a = config.build_algo()
+    try:
+        paths = {"true": "disparity", "seen": "observed_disparity", "sd": "observed_disparity_std"}
+        m = Deployment().measure(a, {}, paths, {"steps": 300, "seeds": 2, "explore": True})
+    finally:
+        a.stop()
+    assert a.config.fairness_disparity_source == source
+    assert 0.0 < m["true"] < 1.0
+    if source == "true":
+        assert m["seen"] == m["true"]
+    elif source == "accepted":
+        assert m["seen"] == 0.0 and m["sd"] == 0.0
+    else:
+        assert 0.0 < m["seen"] < 1.0 and m["seen"] != m["true"]

@@ -42,6 +42,64 @@ def cell_path(out: Path, plan: Plan, cell: Cell) -> Path:
     return cells_dir(out, plan) / f"{cell.id}.json"
 
 
+#: Deployment outputs added after cells were recorded, by output name: how a row written
+#: before then gives the value, from what it records (or None where it cannot).
+def _observed_from_row(row: dict, plan: Plan, cell: Cell) -> float | None:
+    """``observed_disparity`` of a row recorded before the deployment reported it.
+
+    The true disparity for an algorithm that observes the true one, and 0 for
+    accepted-only labels under equal opportunity (every accepted applicant's label is
+    seen and granted: Valdrighi et al., Prop. 3.1); otherwise it cannot be told.
+    """
+    config = (row.get("resolved") or {}).get("config") or {}
+    source = config.get("fairness_disparity_source") or "true"
+    truth = [
+        n
+        for n, p in (row.get("setup") or {}).get("evaluation", {}).get("metrics", {}).items()
+        if p == "disparity"
+    ]
+    if source == "true" and truth and truth[0] in row.get("metrics", {}):
+        return float(row["metrics"][truth[0]])
+    if source == "accepted" and plan.settings[cell.setting].get("notion") == "equal_opportunity":
+        return 0.0
+    return None
+
+
+ADDED_OUTPUTS = {"observed_disparity": _observed_from_row}
+
+
+def with_added_metrics(row: dict, plan: Plan, cell: Cell) -> dict:
+    """``row`` as if recorded with the metrics the plan added since, where they follow.
+
+    A metric of the plan whose path is one of :data:`ADDED_OUTPUTS` and which the row's
+    recorded setup lacks is filled in (the row and its setup's metric list), when the
+    row's own record gives it; the row is returned unchanged otherwise (and then
+    compares stale). The filled names are listed under ``derived``.
+    """
+    setup = row.get("setup")
+    if not isinstance(setup, dict) or not isinstance(setup.get("evaluation"), dict):
+        return row
+    recorded = setup["evaluation"].get("metrics") or {}
+    wanted = plan.evaluation_for(cell.setting).get("metrics") or {}
+    missing = {n: p for n, p in wanted.items() if n not in recorded and p in ADDED_OUTPUTS}
+    if not missing:
+        return row
+    metrics, derived = dict(row.get("metrics") or {}), list(row.get("derived") or ())
+    for name, path in missing.items():
+        value = ADDED_OUTPUTS[path](row, plan, cell)
+        if value is None:
+            return row
+        metrics[name] = value
+        derived.append(name)
+    evaluation = {**setup["evaluation"], "metrics": {**recorded, **missing}}
+    return {
+        **row,
+        "metrics": metrics,
+        "derived": derived,
+        "setup": {**setup, "evaluation": evaluation},
+    }
+
+
 def current(row: dict, plan: Plan, cell: Cell) -> bool:
     """Whether a cell file's row was run as the plan now says.
 
@@ -56,6 +114,7 @@ def current(row: dict, plan: Plan, cell: Cell) -> bool:
     package since the row was written counts at the value that reproduces the row's run
     (:func:`~rllib_fair.reproduce.resolved.upgraded`).
     """
+    row = with_added_metrics(row, plan, cell)
     if row.get("budget") != plan.budget_for(cell):
         return False
     if "setup" in row and row["setup"] != plan.setup(cell):
@@ -96,6 +155,7 @@ def read_cells(out: Path, plan: Plan) -> tuple[list[dict], int]:
             continue
         if cell.get("point", "") not in plan.points(cell["method"]):
             continue  # a point the plan's grid no longer has
+        row = with_added_metrics(row, plan, Cell(**cell))
         if not current(row, plan, Cell(**cell)):
             stale += 1
             continue

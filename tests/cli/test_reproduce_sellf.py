@@ -90,7 +90,7 @@ def test_the_plan_validates_with_its_grids_cells_and_claims():
         assert plan.evaluation_for(setting)["steps"] == (2048 if school else 10_000)
         assert plan.env_config(Cell("ppo", setting, 1)).get("cost") == (0.4 if school else None)
     assert plan.selection == {
-        "disparity": "disparity",
+        "disparity": "observed_disparity",
         "reward": "reward",
         "rule": "sellf",
         "omega": 0.05,
@@ -283,8 +283,9 @@ def test_one_sellf_cell_deploys_end_to_end(ray_session, tmp_path):
     assert row["example"] == "tuned_examples/sellf/lending_fico-sellf.yaml"
     assert row["env_steps"] >= 200
     m = row["metrics"]
-    assert set(m) == {"disparity", "reward", "final_gap"}
+    assert set(m) == {"disparity", "reward", "final_gap", "observed_disparity"}
     assert 0.0 <= m["disparity"] <= 1.0 and 0.0 <= m["final_gap"] <= 1.0
+    assert 0.0 <= m["observed_disparity"] <= 1.0
     assert -50.0 <= m["reward"] <= 50.0  # 50 steps of a reward in [-0.8, 0.2] per applicant
     write_cell(tmp_path, plan, row, {})
     merged = merge(tmp_path, plan, plots=False)
@@ -327,3 +328,40 @@ def test_deployment_reports_the_disparity_each_method_observes(ray_session, algo
         assert m["seen"] == 0.0 and m["sd"] == 0.0
     else:
         assert 0.0 < m["seen"] < 1.0 and m["seen"] != m["true"]
+
+
+def test_cells_recorded_before_observed_disparity_count_where_their_record_gives_it():
+    from rllib_fair.reproduce.merge import current, with_added_metrics
+
+    plan = load_plan("valdrighi2026_tables")
+    assert plan.selection["disparity"] == "observed_disparity"
+
+    def old_row(method, setting, source):
+        point = next(iter(plan.points(method)), "")
+        cell = Cell(method, setting, 1, point)
+        setup = plan.setup(cell)
+        del setup["evaluation"]["metrics"]["observed_disparity"]
+        row = {
+            "cell": cell.to_dict(),
+            "budget": plan.budget_for(cell),
+            "setup": setup,
+            "metrics": {"disparity": 0.3, "reward": 5.0, "final_gap": 0.2},
+            "resolved": {"config": {"fairness_disparity_source": source}},
+        }
+        return cell, row
+
+    cell, row = old_row("ppo", "fico_eo", "true")  # observes the true disparity
+    assert current(row, plan, cell)
+    new = with_added_metrics(row, plan, cell)
+    assert new["metrics"]["observed_disparity"] == 0.3 and new["derived"] == ["observed_disparity"]
+    assert "observed_disparity" not in row["metrics"]  # the file's row is left as it is
+    assert current(new, plan, cell) and with_added_metrics(new, plan, cell) is new
+    cell, row = old_row("pocar", "fico_eo", "accepted")  # Prop. 3.1: 0 for equal opportunity
+    assert current(row, plan, cell)
+    assert with_added_metrics(row, plan, cell)["metrics"]["observed_disparity"] == 0.0
+    for method, setting, source in (
+        ("pocar", "fico_qp", "accepted"),
+        ("sellf", "fico_eo", "imputed"),
+    ):
+        cell, row = old_row(method, setting, source)
+        assert with_added_metrics(row, plan, cell) is row and not current(row, plan, cell)

@@ -42,8 +42,6 @@ def cell_path(out: Path, plan: Plan, cell: Cell) -> Path:
     return cells_dir(out, plan) / f"{cell.id}.json"
 
 
-#: Deployment outputs added after cells were recorded, by output name: how a row written
-#: before then gives the value, from what it records (or None where it cannot).
 def _observed_from_row(row: dict, plan: Plan, cell: Cell) -> float | None:
     """``observed_disparity`` of a row recorded before the deployment reported it.
 
@@ -53,18 +51,17 @@ def _observed_from_row(row: dict, plan: Plan, cell: Cell) -> float | None:
     """
     config = (row.get("resolved") or {}).get("config") or {}
     source = config.get("fairness_disparity_source") or "true"
-    truth = [
-        n
-        for n, p in (row.get("setup") or {}).get("evaluation", {}).get("metrics", {}).items()
-        if p == "disparity"
-    ]
-    if source == "true" and truth and truth[0] in row.get("metrics", {}):
-        return float(row["metrics"][truth[0]])
+    recorded = (row.get("setup") or {}).get("evaluation", {}).get("metrics", {})
+    truth = next((n for n, p in recorded.items() if p == "disparity"), None)
+    if source == "true" and truth in row.get("metrics", {}):
+        return float(row["metrics"][truth])
     if source == "accepted" and plan.settings[cell.setting].get("notion") == "equal_opportunity":
         return 0.0
     return None
 
 
+#: Deployment outputs added after cells were recorded, by output name: how a row written
+#: before then gives the value, from what it records (or None where it cannot).
 ADDED_OUTPUTS = {"observed_disparity": _observed_from_row}
 
 

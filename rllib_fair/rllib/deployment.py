@@ -170,7 +170,7 @@ def _observed_disparity(cfg, notion: str, window, infos: list, episode, gaps: li
     source = _source(cfg)
     if source == "true":
         return float(np.mean(gaps))
-    from rllib_fair.fairness.selective import running_selective_disparity
+    from rllib_fair.fairness.sequence import get_disparity_source
     from rllib_fair.rllib import keys
 
     steps = {
@@ -182,7 +182,6 @@ def _observed_disparity(cfg, notion: str, window, infos: list, episode, gaps: li
             f"fairness_disparity_source: {source!r} needs every step's group and decision "
             f"in info; env {cfg.env!r} leaves some out"
         )
-    predicted = None
     if source == "imputed":
         if keys.LABEL_PREDICTION not in episode.extra_model_outputs:
             raise DeployError(
@@ -190,17 +189,11 @@ def _observed_disparity(cfg, notion: str, window, infos: list, episode, gaps: li
                 "the deployed module stored none"
             )
         raw = episode.get_extra_model_outputs(keys.LABEL_PREDICTION)
-        predicted = np.asarray(raw, dtype=np.float64).reshape(-1)[: len(infos)]
-    observed = np.where(steps["decision"] == 1, steps["label"], 0)
-    series, _ = running_selective_disparity(
-        notion,
-        steps["group"],
-        steps["decision"],
-        observed,
-        predicted,
-        window=window,
-        source=source,
-        signed=False,
+        steps["predicted"] = np.asarray(raw, dtype=np.float64).reshape(-1)[: len(infos)]
+    counts = np.stack([info["fairness"] for info in infos]).astype(np.float64)
+    # the source the algorithm trains with reads only the accepted rows' labels
+    series, _ = get_disparity_source(source)(
+        notion, counts, window=window, smoothing=0.0, carry=None, steps=steps
     )
     return float(np.mean(series))
 

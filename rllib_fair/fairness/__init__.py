@@ -88,6 +88,7 @@ from rllib_fair.fairness.objective import (
 from rllib_fair.fairness.selective import (
     LABEL_SOURCES,
     SELECTIVE_NOTIONS,
+    UNDEFINED_UTILITY_RULES,
     GroupUtilities,
     ImputationTerms,
     SelectiveCarry,
@@ -151,6 +152,7 @@ __all__ = [
     # selective labels (SELLF)
     "LABEL_SOURCES",
     "SELECTIVE_NOTIONS",
+    "UNDEFINED_UTILITY_RULES",
     "GroupUtilities",
     "ImputationTerms",
     "SelectiveCarry",

@@ -408,6 +408,7 @@ class SelectiveLabelMetrics(MetricBlock):
                 source=source,
                 signed=False,
                 carry=carries.pop(source, None),
+                undefined=ctx.setting("fairness_undefined_utility", "exclude"),
             )
             sink.add((RAW_SELECTIVE, notion, f"{source}_disparity_sum"), float(series.sum()))
             if not chunk.done:

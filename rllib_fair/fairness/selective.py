@@ -50,8 +50,19 @@ Zero-denominator convention (as in :mod:`rllib_fair.fairness.ledger`)
 ---------------------------------------------------------------------
 A ratio is defined only when its denominator exceeds
 :data:`~rllib_fair.fairness.ledger.DEMAND_EPS`. An undefined utility is *reported* as
-``0.0`` next to a ``defined`` mask and is excluded from the gap: a disparity is
-``mu^1 - mu^0`` when both utilities are defined and ``0.0`` otherwise. Theorem 3.1
+``0.0`` next to a ``defined`` mask. What it does to a disparity is a parameter,
+``undefined`` (one of :data:`UNDEFINED_UTILITY_RULES`):
+
+* ``"exclude"`` (default): it is excluded from the gap: a disparity is ``mu^1 - mu^0``
+  when both utilities are defined and ``0.0`` otherwise.
+* ``"zero"``: it counts as ``0``, so the disparity is the other group's utility. This is
+  what the SELLF authors' environments compute (a group with no accepted row in the
+  window has accepted-only utility 0; a group with no positive label has true positive
+  rate 0). It matters for the accepted-only source under qualification and accuracy
+  parity: with ``"exclude"`` a policy that rejects every member of one group observes
+  no disparity at all, with ``"zero"`` it observes the largest one.
+
+Theorem 3.1
 terms follow the same rule: ``r^i = 0`` for an empty group, ``eps^i = 0`` for a group
 with no rejection (so ``r^i eps^i = 0``), ``phi~^i = 0`` for an empty group, and the
 ratio ``r^i eps^i / phi~^i`` is ``0`` when ``phi~^i = 0`` (so ``kappa^i = 1``). Nothing
@@ -114,6 +125,7 @@ from rllib_fair.fairness.notions import Notion
 __all__ = [
     "LABEL_SOURCES",
     "SELECTIVE_NOTIONS",
+    "UNDEFINED_UTILITY_RULES",
     "GroupUtilities",
     "ImputationTerms",
     "SelectiveCarry",
@@ -136,6 +148,9 @@ SELECTIVE_NOTIONS: tuple[str, ...] = (
 
 LABEL_SOURCES: tuple[str, ...] = ("true", "accepted", "imputed")
 """Where the labels come from: all true labels, accepted rows only, imputed labels."""
+
+UNDEFINED_UTILITY_RULES: tuple[str, ...] = ("exclude", "zero")
+"""What an undefined group utility does to a disparity (see the module docstring)."""
 
 # Per-row statistics, summed per group: count, accepted, label, accepted label,
 # predicted label of a rejected row. Every utility below is linear in them.
@@ -200,6 +215,16 @@ def _source_name(source: str) -> str:
     if isinstance(source, str) and source in LABEL_SOURCES:
         return source
     raise ValueError(f"unknown label source {source!r}; valid choices: {', '.join(LABEL_SOURCES)}")
+
+
+def _undefined_rule(undefined: str) -> str:
+    """Returns ``undefined`` if it is a rule of :data:`UNDEFINED_UTILITY_RULES`, else raises."""
+    if isinstance(undefined, str) and undefined in UNDEFINED_UTILITY_RULES:
+        return undefined
+    raise ValueError(
+        f"undefined utility rule {undefined!r} is unknown; valid choices: "
+        f"{', '.join(UNDEFINED_UTILITY_RULES)}"
+    )
 
 
 def _check_window(window: int | None) -> int | None:
@@ -274,20 +299,28 @@ def _utilities(notion: str, source: str, sums: np.ndarray) -> tuple[np.ndarray, 
     return mu, defined, num, den
 
 
-def _signed(mu: np.ndarray, defined: np.ndarray) -> np.ndarray:
-    """``mu^1 - mu^0`` where both are defined, else 0 (Sec. 2: Delta = mu^1 - mu^0)."""
+def _signed(mu: np.ndarray, defined: np.ndarray, undefined: str = "exclude") -> np.ndarray:
+    """``mu^1 - mu^0`` (Sec. 2); where a utility is undefined: 0, or with it as 0 (``"zero"``)."""
+    if undefined == "zero":
+        # mu holds 0.0 wherever it is undefined
+        return mu[..., 1] - mu[..., 0]
     both = defined[..., 0] & defined[..., 1]
     return np.where(both, mu[..., 1] - mu[..., 0], 0.0)
 
 
-def _scalar_disparity(notion: str, source: str, sums: list[list[float]]) -> float:
+def _scalar_disparity(
+    notion: str, source: str, sums: list[list[float]], undefined: str = "exclude"
+) -> float:
     """Signed disparity from summed stats held as Python lists (fast path of the tracker)."""
     num_coef, den_coef = _COEF[(notion, source)]
     mu = []
     for s in sums:
         den = sum(c * v for c, v in zip(den_coef, s))
         if den <= DEMAND_EPS:
-            return 0.0
+            if undefined != "zero":
+                return 0.0
+            mu.append(0.0)
+            continue
         mu.append(sum(c * v for c, v in zip(num_coef, s)) / den)
     # Sec. 2, Valdrighi et al.: Delta = mu^1 - mu^0
     return mu[1] - mu[0]
@@ -309,6 +342,8 @@ class GroupUtilities:
         defined: whether ``mu^i`` is defined (denominator > ``DEMAND_EPS``), ``[2]``.
         numerator: the (expected) count in the numerator of ``mu^i``, ``[2]``.
         denominator: the (expected) count in the denominator of ``mu^i``, ``[2]``.
+        undefined: what an undefined utility does to the disparity (``"exclude"``: the
+            disparity is 0; ``"zero"``: it counts as 0).
     """
 
     notion: str
@@ -317,15 +352,16 @@ class GroupUtilities:
     defined: np.ndarray
     numerator: np.ndarray
     denominator: np.ndarray
+    undefined: str = "exclude"
 
     @property
     def disparity(self) -> float:
-        """Signed ``Delta = mu^1 - mu^0``; 0.0 unless both utilities are defined."""
-        return float(_signed(self.utility, self.defined))
+        """Signed ``Delta = mu^1 - mu^0`` under the ``undefined`` rule."""
+        return float(_signed(self.utility, self.defined, self.undefined))
 
     @property
     def gap(self) -> float:
-        """Unsigned gap ``|mu^1 - mu^0|``; 0.0 unless both utilities are defined."""
+        """Unsigned gap ``|mu^1 - mu^0|`` under the ``undefined`` rule."""
         return abs(self.disparity)
 
 
@@ -438,6 +474,7 @@ def group_utilities(
     predicted=None,
     *,
     source: str = "true",
+    undefined: str = "exclude",
 ) -> GroupUtilities:
     """Per-group utilities ``mu^0, mu^1`` of a notion from one label source.
 
@@ -451,6 +488,7 @@ def group_utilities(
         predicted: predicted label ``Y^`` per row, 0/1 (sampled) or a probability;
             required for ``source="imputed"``, ignored otherwise.
         source: ``"true"``, ``"accepted"`` (Eq. 2) or ``"imputed"`` (Sec. 3).
+        undefined: ``"exclude"`` or ``"zero"`` (see the module docstring).
 
     Returns:
         A :class:`GroupUtilities`.
@@ -461,10 +499,11 @@ def group_utilities(
     """
     notion = _notion_name(notion)
     source = _source_name(source)
+    undefined = _undefined_rule(undefined)
     _need_predicted(predicted, source)
     sums = _group_sums(*_rows(groups, decisions, labels, predicted))
     mu, defined, num, den = _utilities(notion, source, sums)
-    return GroupUtilities(notion, source, mu, defined, num, den)
+    return GroupUtilities(notion, source, mu, defined, num, den, undefined)
 
 
 def selective_disparity(
@@ -476,6 +515,7 @@ def selective_disparity(
     *,
     source: str = "true",
     signed: bool = True,
+    undefined: str = "exclude",
 ) -> float:
     """Disparity of a notion from one label source on a set of decisions.
 
@@ -487,11 +527,15 @@ def selective_disparity(
         predicted: predicted label per row; required for ``source="imputed"``.
         source: ``"true"``, ``"accepted"`` or ``"imputed"``.
         signed: SELLF's signed ``Delta = mu^1 - mu^0`` if True, else ``|Delta|``.
+        undefined: ``"exclude"`` (the disparity is 0.0 unless both groups' utilities
+            are defined) or ``"zero"`` (an undefined utility counts as 0).
 
     Returns:
-        The disparity (0.0 unless both groups' utilities are defined).
+        The disparity.
     """
-    util = group_utilities(notion, groups, decisions, labels, predicted, source=source)
+    util = group_utilities(
+        notion, groups, decisions, labels, predicted, source=source, undefined=undefined
+    )
     return util.disparity if signed else util.gap
 
 
@@ -555,16 +599,22 @@ class SelectiveWindow:
         notion: ``"qualification_parity"``, ``"accuracy_parity"`` or
             ``"equal_opportunity"``.
         window: number of most recent decisions, or None for all since reset.
+        undefined: ``"exclude"`` or ``"zero"``: what an undefined group utility does to
+            the disparities (see the module docstring).
 
     Attributes:
         notion: the notion's short name.
         window: the window length (None: all decisions since reset).
+        undefined: the undefined-utility rule.
         steps: number of updates since reset.
     """
 
-    def __init__(self, notion: str | Notion, window: int | None = None) -> None:
+    def __init__(
+        self, notion: str | Notion, window: int | None = None, undefined: str = "exclude"
+    ) -> None:
         self.notion: str = _notion_name(notion)
         self.window: int | None = _check_window(window)
+        self.undefined: str = _undefined_rule(undefined)
         self._ring = None if self.window is None else np.zeros((self.window, 4))
         self._sums = [[0.0] * _NUM_STATS for _ in range(2)]
         self._pos = 0
@@ -609,7 +659,7 @@ class SelectiveWindow:
 
         Returns:
             :class:`SelectiveDisparities` ``(true, accepted, imputed)``, each
-            ``mu^1 - mu^0`` over the window (0.0 where a utility is undefined).
+            ``mu^1 - mu^0`` over the window (an undefined utility as ``undefined`` says).
         """
         g, a, y, p = self._check_row(group, decision, label, predicted)
         ring = self._ring
@@ -636,10 +686,11 @@ class SelectiveWindow:
                 self._pos = 0
                 self._sums = self._exact_sums().tolist()
         sums = self._sums
+        rule = self.undefined
         self._last = SelectiveDisparities(
-            _scalar_disparity(self.notion, "true", sums),
-            _scalar_disparity(self.notion, "accepted", sums),
-            _scalar_disparity(self.notion, "imputed", sums),
+            _scalar_disparity(self.notion, "true", sums, rule),
+            _scalar_disparity(self.notion, "accepted", sums, rule),
+            _scalar_disparity(self.notion, "imputed", sums, rule),
         )
         return self._last
 
@@ -667,7 +718,7 @@ class SelectiveWindow:
         """Per-group utilities over the window from one label source."""
         source = _source_name(source)
         mu, defined, num, den = _utilities(self.notion, source, self.sums)
-        return GroupUtilities(self.notion, source, mu, defined, num, den)
+        return GroupUtilities(self.notion, source, mu, defined, num, den, self.undefined)
 
     def terms(self) -> ImputationTerms:
         """Theorem 3.1 terms over the window."""
@@ -696,7 +747,8 @@ class SelectiveWindow:
     def __repr__(self) -> str:
         d = self._last
         return (
-            f"SelectiveWindow({self.notion!r}, window={self.window}, steps={self.steps}, "
+            f"SelectiveWindow({self.notion!r}, window={self.window}, "
+            f"undefined={self.undefined!r}, steps={self.steps}, "
             f"true={d.true:.4g}, accepted={d.accepted:.4g}, imputed={d.imputed:.4g})"
         )
 
@@ -729,6 +781,7 @@ def _series(
     window: int | None,
     carry: SelectiveCarry | None,
     signed: bool,
+    undefined: str = "exclude",
 ) -> tuple[np.ndarray, SelectiveCarry]:
     """Per-row disparity from per-row stats ``[T, 2, 5]`` via cumulative sums."""
     t_len = stats.shape[0]
@@ -749,7 +802,7 @@ def _series(
         keep = min(window - 1, joined.shape[0])
         tail = joined[joined.shape[0] - keep :].copy()
     mu, defined, _, _ = _utilities(notion, source, sums)
-    delta = _signed(mu, defined)
+    delta = _signed(mu, defined, undefined)
     return (delta if signed else np.abs(delta)), SelectiveCarry(total, tail, steps)
 
 
@@ -763,6 +816,7 @@ def selective_disparity_series(
     source: str = "true",
     *,
     signed: bool = True,
+    undefined: str = "exclude",
 ) -> np.ndarray:
     """Disparity after each decision of a sequence, vectorised with cumulative sums.
 
@@ -778,6 +832,7 @@ def selective_disparity_series(
         window: number of most recent decisions, or None for all so far.
         source: ``"true"``, ``"accepted"`` or ``"imputed"``.
         signed: ``mu^1 - mu^0`` if True (SELLF's convention), else ``|mu^1 - mu^0|``.
+        undefined: ``"exclude"`` or ``"zero"`` (see the module docstring).
 
     Returns:
         A ``float64`` array of shape ``[T]``, never NaN.
@@ -791,6 +846,7 @@ def selective_disparity_series(
         window=window,
         source=source,
         signed=signed,
+        undefined=undefined,
     )
     return series
 
@@ -806,6 +862,7 @@ def running_selective_disparity(
     source: str = "true",
     signed: bool = True,
     carry: SelectiveCarry | None = None,
+    undefined: str = "exclude",
 ) -> tuple[np.ndarray, SelectiveCarry]:
     """Per-decision disparity of one chunk of an episode, resumable across chunks.
 
@@ -824,6 +881,8 @@ def running_selective_disparity(
         signed: ``mu^1 - mu^0`` if True, else the unsigned gap.
         carry: what the previous chunk of the same episode returned (same ``window``);
             None at the episode start.
+        undefined: ``"exclude"`` or ``"zero"``: what an undefined group utility does
+            to the disparity (see the module docstring).
 
     Returns:
         ``(series, carry)``: the disparity after each decision of the chunk
@@ -832,6 +891,7 @@ def running_selective_disparity(
     notion = _notion_name(notion)
     source = _source_name(source)
     window = _check_window(window)
+    undefined = _undefined_rule(undefined)
     _need_predicted(predicted, source)
     stats = _row_stats(*_rows(groups, decisions, labels, predicted))
-    return _series(notion, source, stats, window, carry, signed)
+    return _series(notion, source, stats, window, carry, signed, undefined)

@@ -90,13 +90,16 @@ def running_disparity(
     return gaps, DisparityCarry(total, tail, steps + t_len, last)
 
 
-def _true_source(notion, counts, *, window, smoothing, carry, steps=None):
-    """Per-step disparity from the true counts (every individual's label)."""
+def _true_source(notion, counts, *, window, smoothing, carry, steps=None, undefined="exclude"):
+    """Per-step disparity from the true counts (every individual's label).
+
+    The ledger's zero-demand convention applies; ``undefined`` is not read.
+    """
     return running_disparity(notion, counts, window=window, smoothing=smoothing, carry=carry)
 
 
 def _selective_source(source: str):
-    def fn(notion, counts, *, window, smoothing, carry, steps=None):
+    def fn(notion, counts, *, window, smoothing, carry, steps=None, undefined="exclude"):
         if steps is None:
             raise ValueError(
                 f"fairness_disparity_source: {source!r} needs the per-decision group, "
@@ -116,6 +119,7 @@ def _selective_source(source: str):
             source=source,
             signed=False,
             carry=carry,
+            undefined=undefined,
         )
 
     fn.__doc__ = f"Per-step |disparity| from {source} labels (Valdrighi et al., Sec. 3)."
@@ -123,10 +127,11 @@ def _selective_source(source: str):
 
 
 #: Where the per-step disparity an algorithm regularises comes from, by name. Every
-#: entry is called as ``fn(notion, counts, *, window, smoothing, carry, steps)`` with the
-#: chunk's counts ``[T, NUM_FIELDS, G]`` and ``steps``: per-step arrays ``group``,
-#: ``decision``, ``label`` and (when the module predicts labels) ``predicted``; it returns
-#: ``(gaps [T], carry)``.
+#: entry is called as ``fn(notion, counts, *, window, smoothing, carry, steps, undefined)``
+#: with the chunk's counts ``[T, NUM_FIELDS, G]``, ``steps``: per-step arrays ``group``,
+#: ``decision``, ``label`` and (when the module predicts labels) ``predicted``, and
+#: ``undefined``: the config's ``fairness_undefined_utility`` (read by the selective
+#: sources only); it returns ``(gaps [T], carry)``.
 #:
 #: * ``"true"``: the environment's true counts (labels of every individual): the oracle.
 #: * ``"accepted"``: labels of accepted individuals only, Delta^{A=1} (Valdrighi et al.,

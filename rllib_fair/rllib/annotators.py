@@ -18,10 +18,11 @@ from rllib_fair.rllib import keys
 class StepDisparity(Annotator):
     """Writes the per-step disparity Delta_t into every step info of the chunk.
 
-    Uses the config's notion, ``fairness_disparity_window``, ``fairness_smoothing`` and
-    ``fairness_disparity_source``, resumed across the chunks of one episode. The value
-    after transition t goes into ``infos[t + 1]`` and the value before the chunk's first
-    transition into ``infos[0]`` (key :data:`rllib_fair.rllib.keys.INFO_DISPARITY`);
+    Uses the config's notion, ``fairness_disparity_window``, ``fairness_smoothing``,
+    ``fairness_disparity_source`` and ``fairness_undefined_utility``, resumed across the
+    chunks of one episode. The value after transition t goes into ``infos[t + 1]`` and
+    the value before the chunk's first transition into ``infos[0]`` (key
+    :data:`rllib_fair.rllib.keys.INFO_DISPARITY`);
     :class:`rllib_fair.rllib.connectors.AddFairnessColumns` turns them into the
     ``fair_disparity`` / ``fair_disparity_prev`` columns. Declared by the algorithms that
     regularise with the per-step disparity (POCAR, R-PPO, SELLF, F-PPO-L).
@@ -39,6 +40,7 @@ class StepDisparity(Annotator):
             smoothing=ctx.setting("fairness_smoothing", 0.0),
             carry=state,
             steps=chunk.steps,
+            undefined=ctx.setting("fairness_undefined_utility", "exclude"),
         )
         infos = chunk.infos
         infos[0][keys.INFO_DISPARITY] = float(start)

@@ -46,6 +46,13 @@ def _disparity_sources() -> list[str]:
     return sorted(DISPARITY_SOURCES)
 
 
+def _undefined_rules() -> list[str]:
+    """What an undefined selective-labels utility may do (read when a value is checked)."""
+    from rllib_fair.fairness.selective import UNDEFINED_UTILITY_RULES
+
+    return list(UNDEFINED_UTILITY_RULES)
+
+
 class FairnessConfigMixin:
     """Adds the shared fairness settings to an RLlib ``AlgorithmConfig`` subclass.
 
@@ -62,6 +69,11 @@ class FairnessConfigMixin:
             selective-label sources register further names in
             :data:`rllib_fair.fairness.sequence.DISPARITY_SOURCES`. Metrics always use
             the true counts.
+        fairness_undefined_utility: what a group utility with an empty denominator does
+            to a selective-labels disparity (the ``accepted`` and ``imputed`` sources and
+            the selective metrics): ``"exclude"``, the disparity is 0; ``"zero"``, the
+            utility counts as 0, so the disparity is the other group's utility (the
+            SELLF authors' environments). See :mod:`rllib_fair.fairness.selective`.
         fairness_label_access: ``"observed"``: before episodes leave the env runners,
             the label of every individual whose label was not observed (a rejected
             applicant: ``info["label_observed"] == 0``) is removed from its info (label
@@ -118,6 +130,12 @@ class FairnessConfigMixin:
         note="unconstrained: maximises the env's reward only"
     )
 
+    #: Settings added since the first release: for a run recorded before one existed, the
+    #: value that reproduces it (``rllib_fair.reproduce.resolved.upgraded``).
+    ADDED_SETTINGS: ClassVar[dict] = {
+        "fairness_undefined_utility": lambda former: "exclude",
+    }
+
     #: The shared settings, declared once for every algorithm (:mod:`rllib_fair.settings`);
     #: each config class adds its own in ``DECLARED_SETTINGS``.
     DECLARED_SETTINGS: ClassVar[tuple[Setting, ...]] = (
@@ -145,6 +163,12 @@ class FairnessConfigMixin:
             "fairness_disparity_source",
             _disparity_sources,
             "labels the regularised per-step disparity is computed from",
+        ),
+        choice(
+            "fairness_undefined_utility",
+            _undefined_rules,
+            "a selective-labels group utility with an empty denominator: exclude "
+            "(the disparity is 0) or zero (it counts as 0)",
         ),
         choice(
             "fairness_label_access",
@@ -183,6 +207,7 @@ class FairnessConfigMixin:
         self.fairness_label_access: str | None = None
         self.fairness_notion: str | None = None
         self.fairness_disparity_source: str = "true"
+        self.fairness_undefined_utility: str = "exclude"
         self.fairness_log_notions: list[str] = []
         self.fairness_disparity_window: int | None = None
         self.fairness_smoothing: float = 0.0
@@ -207,6 +232,7 @@ class FairnessConfigMixin:
         log_notions: list[str] | None = NotProvided,
         disparity_window: int | None = NotProvided,
         disparity_source: str = NotProvided,
+        undefined_utility: str = NotProvided,
         label_access: str | None = NotProvided,
         smoothing: float = NotProvided,
         metrics: bool = NotProvided,
@@ -227,6 +253,8 @@ class FairnessConfigMixin:
             self.fairness_label_access = label_access
         if disparity_source is not NotProvided:
             self.fairness_disparity_source = disparity_source
+        if undefined_utility is not NotProvided:
+            self.fairness_undefined_utility = undefined_utility
         if smoothing is not NotProvided:
             self.fairness_smoothing = smoothing
         if metrics is not NotProvided:

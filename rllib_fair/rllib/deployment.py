@@ -193,7 +193,13 @@ def _observed_disparity(cfg, notion: str, window, infos: list, episode, gaps: li
     counts = np.stack([info["fairness"] for info in infos]).astype(np.float64)
     # the source the algorithm trains with reads only the accepted rows' labels
     series, _ = get_disparity_source(source)(
-        notion, counts, window=window, smoothing=0.0, carry=None, steps=steps
+        notion,
+        counts,
+        window=window,
+        smoothing=0.0,
+        carry=None,
+        steps=steps,
+        undefined=getattr(cfg, "fairness_undefined_utility", "exclude"),
     )
     return float(np.mean(series))
 

@@ -390,13 +390,27 @@ def test_trains_with_a_remote_env_runner(ray_session, name):
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize("notion", ["equal_opportunity", "accuracy_parity"])
-def test_pocar_with_accepted_only_disparity(ray_session, notion):
-    """POCAR's naive selective-labels baseline regularises Delta^{A=1} (Eq. 2)."""
+@pytest.mark.parametrize(
+    ("notion", "undefined", "window"),
+    [
+        ("equal_opportunity", "exclude", 50),
+        ("accuracy_parity", "exclude", 50),
+        ("accuracy_parity", "zero", 4),
+    ],
+)
+def test_pocar_with_accepted_only_disparity(ray_session, notion, undefined, window):
+    """POCAR's naive selective-labels baseline regularises Delta^{A=1} (Eq. 2).
+
+    With ``undefined_utility="zero"`` (the SELLF authors' rule) a group with no accepted
+    decision in the (short) window counts as utility 0 instead of zeroing the disparity.
+    """
     from rllib_fair.fairness.selective import selective_disparity_series
 
     cfg = small("POCAR", env_id="fair/LendingFICO-v0").fairness(
-        notion=notion, disparity_source="accepted", disparity_window=50
+        notion=notion,
+        disparity_source="accepted",
+        disparity_window=window,
+        undefined_utility=undefined,
     )
     assert cfg.resolved_label_access() == "observed"
     algo = cfg.build_algo()
@@ -408,16 +422,26 @@ def test_pocar_with_accepted_only_disparity(ray_session, notion):
             # labels of rejected applicants are gone from the infos now; the accepted
             # source never needed them
             assert all(i["label"] == -1 for i in infos if i["decision"] == 0)
-            want = selective_disparity_series(
-                notion,
+            columns = (
                 [i["group"] for i in infos],
                 [i["decision"] for i in infos],
                 [max(i["label"], 0) for i in infos],
-                window=50,
+            )
+            want = selective_disparity_series(
+                notion,
+                *columns,
+                window=window,
                 source="accepted",
                 signed=False,
+                undefined=undefined,
             )
             np.testing.assert_allclose(got, want, atol=1e-6)
+            if undefined == "zero":
+                other = selective_disparity_series(
+                    notion, *columns, window=window, source="accepted", signed=False
+                )
+                # the rule is in effect: windows with a group lacking accepted rows differ
+                assert np.any(np.abs(want - other) > 1e-6)
             if notion == "equal_opportunity":
                 assert not np.any(got)  # Prop. 3.1: always 0
             else:
@@ -453,6 +477,12 @@ def test_pocar_with_accepted_only_disparity(ray_session, notion):
             "fair/Lending-v0",
             {"disparity_source": "guess"},
             "fairness_disparity_source: 'guess' is invalid; valid choices: accepted, imputed, true",
+        ),
+        (
+            "POCAR",
+            "fair/LendingFICO-v0",
+            {"disparity_source": "accepted", "undefined_utility": "nan"},
+            "fairness_undefined_utility: 'nan' is invalid; valid choices: exclude, zero",
         ),
     ],
 )

@@ -531,9 +531,95 @@ def test_zero_denominators_in_series_and_window():
                 assert all_finite(series)
 
 
+def test_undefined_zero_rule_hand_computed():
+    # group 0 all rejected, group 1 accepted with labels 1, 0: accepted-only precision
+    # of group 0 is undefined
+    g, a, y = [0, 0, 1, 1], [0, 0, 1, 1], [1, 0, 1, 0]
+    for notion in (QP, AP):
+        assert selective_disparity(notion, g, a, y, source="accepted") == 0.0
+        # the authors' rule: mu^0 = 0, so Delta = mu^1 - 0 = 1/2
+        assert selective_disparity(notion, g, a, y, source="accepted", undefined="zero") == 0.5
+        util = group_utilities(notion, g, a, y, source="accepted", undefined="zero")
+        assert util.defined.tolist() == [False, True] and util.gap == 0.5
+        # swapping the group labels swaps the utilities and flips the sign
+        swapped = [1 - z for z in g]
+        assert (
+            selective_disparity(notion, swapped, a, y, source="accepted", undefined="zero") == -0.5
+        )
+    # equal opportunity with no positive label in group 0: TPR^0 counts as 0
+    g, a, y = [0, 0, 1, 1, 1], [1, 0, 1, 0, 1], [0, 0, 1, 1, 0]
+    assert selective_disparity(EO, g, a, y, source="true") == 0.0
+    assert selective_disparity(EO, g, a, y, source="true", undefined="zero") == 0.5
+    # where both utilities are defined the rules agree
+    g, a, y, p = table_columns()
+    for notion in SELECTIVE_NOTIONS:
+        for source in LABEL_SOURCES:
+            util = group_utilities(notion, g, a, y, p, source=source)
+            if util.defined.all():
+                assert util.disparity == selective_disparity(
+                    notion, g, a, y, p, source=source, undefined="zero"
+                )
+
+
+@pytest.mark.parametrize("window", [1, 4, None])
+def test_undefined_zero_rule_window_series_and_chunks_agree(window):
+    rng = np.random.default_rng(3)
+    t_len = 120
+    # long single-group stretches and rejection runs leave utilities undefined often
+    g = np.repeat(rng.integers(0, 2, 24), 5)
+    a = (rng.random(t_len) < 0.3).astype(float)
+    y = (rng.random(t_len) < 0.5).astype(float)
+    p = rng.random(t_len)
+    for notion in SELECTIVE_NOTIONS:
+        tracker = SelectiveWindow(notion, window, undefined="zero")
+        rows = [tracker.update(int(gi), int(ai), yi, pi) for gi, ai, yi, pi in zip(g, a, y, p)]
+        differs = False
+        for k, source in enumerate(LABEL_SOURCES):
+            series = selective_disparity_series(
+                notion, g, a, y, p, window, source, undefined="zero"
+            )
+            np.testing.assert_allclose(series, [r[k] for r in rows], atol=1e-12)
+            # the naive reference: an undefined utility counts as 0
+            for t in range(t_len):
+                lo = 0 if window is None else max(0, t + 1 - window)
+                sl = slice(lo, t + 1)
+                # naive_mu reports an undefined utility as 0.0
+                mu = [naive_mu(notion, source, g[sl], a[sl], y[sl], p[sl], i)[0] for i in (0, 1)]
+                assert series[t] == pytest.approx(mu[1] - mu[0], abs=1e-12)
+            chunks, carry = [], None
+            for part in np.array_split(np.arange(t_len), 5):
+                out, carry = running_selective_disparity(
+                    notion,
+                    g[part],
+                    a[part],
+                    y[part],
+                    p[part],
+                    window=window,
+                    source=source,
+                    carry=carry,
+                    undefined="zero",
+                )
+                chunks.append(out)
+            np.testing.assert_allclose(np.concatenate(chunks), series, atol=1e-12)
+            plain = selective_disparity_series(notion, g, a, y, p, window, source)
+            differs |= bool(np.any(np.abs(plain - series) > 1e-9))
+        assert differs, "the zero rule changed nothing: the test data has no undefined utility"
+
+
 # --------------------------------------------------------------------------------------
 # Validation
 # --------------------------------------------------------------------------------------
+
+
+def test_unknown_undefined_rule_raises_a_one_line_error():
+    g, a, y, p = table_columns()
+    message = "undefined utility rule 'nan' is unknown; valid choices: exclude, zero"
+    with pytest.raises(ValueError, match=message):
+        selective_disparity(QP, g, a, y, p, undefined="nan")
+    with pytest.raises(ValueError, match=message):
+        selective_disparity_series(QP, g, a, y, p, undefined="nan")
+    with pytest.raises(ValueError, match=message):
+        SelectiveWindow(QP, 3, undefined="nan")
 
 
 def test_unknown_notion_and_source_raise_one_line_errors():
@@ -581,6 +667,7 @@ def test_public_names_exported():
     for name in (
         "LABEL_SOURCES",
         "SELECTIVE_NOTIONS",
+        "UNDEFINED_UTILITY_RULES",
         "GroupUtilities",
         "ImputationTerms",
         "SelectiveCarry",

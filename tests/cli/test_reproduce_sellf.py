@@ -295,11 +295,21 @@ def test_one_sellf_cell_deploys_end_to_end(ray_session, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("algo", "source"), [("PPO", "true"), ("POCAR", "accepted"), ("SELLF", "imputed")]
+    ("algo", "source", "undefined"),
+    [
+        ("PPO", "true", "exclude"),
+        ("POCAR", "accepted", "exclude"),
+        ("POCAR", "accepted", "zero"),
+        ("SELLF", "imputed", "exclude"),
+    ],
 )
-def test_deployment_reports_the_disparity_each_method_observes(ray_session, algo, source):
+def test_deployment_reports_the_disparity_each_method_observes(
+    ray_session, algo, source, undefined
+):
     # PPO observes the true disparity; POCAR's accepted-only one is 0 for equal
-    # opportunity (only accepted applicants' labels, all of them granted: Prop. 3.1);
+    # opportunity (only accepted applicants' labels, all of them granted: Prop. 3.1),
+    # unless a group without an accepted qualified applicant counts as utility 0 (the
+    # authors' rule: then the first steps, before both groups have one, observe 1);
     # SELLF's imputes the rejected applicants' labels with its predictor
     from rllib_fair.algorithms import get_config_class
     from rllib_fair.reproduce.deployment_eval import Deployment
@@ -313,7 +323,7 @@ def test_deployment_reports_the_disparity_each_method_observes(ray_session, algo
         .debugging(seed=0)
     )
     if algo == "POCAR":
-        config = config.fairness(disparity_source="accepted")
+        config = config.fairness(disparity_source="accepted", undefined_utility=undefined)
     a = config.build_algo()
     try:
         paths = {"true": "disparity", "seen": "observed_disparity", "sd": "observed_disparity_std"}
@@ -324,8 +334,10 @@ def test_deployment_reports_the_disparity_each_method_observes(ray_session, algo
     assert 0.0 < m["true"] < 1.0
     if source == "true":
         assert m["seen"] == m["true"]
-    elif source == "accepted":
+    elif source == "accepted" and undefined == "exclude":
         assert m["seen"] == 0.0 and m["sd"] == 0.0
+    elif source == "accepted":
+        assert 0.0 < m["seen"] < 1.0
     else:
         assert 0.0 < m["seen"] < 1.0 and m["seen"] != m["true"]
 

@@ -141,8 +141,9 @@ def test_a_setting_added_since_counts_at_the_value_that_reproduces_the_old_run(t
     from rllib_fair.algorithms.elbertpo.elbertpo import ELBERTPOConfig
     from rllib_fair.reproduce.resolved import added_settings, upgraded
 
-    assert set(added_settings(ELBERTPOConfig)) == {"standardize_fair_advantage"}
-    assert added_settings(POCARConfig) == {}
+    shared = {"fairness_undefined_utility"}  # every algorithm's (2026-12-02)
+    assert set(added_settings(ELBERTPOConfig)) == {"standardize_fair_advantage"} | shared
+    assert set(added_settings(POCARConfig)) == shared
     tiny = {
         **TINY,
         "methods": {**TINY["methods"], "elbertpo": {"label": "ELBERT-PO"}},
@@ -165,3 +166,22 @@ def test_a_setting_added_since_counts_at_the_value_that_reproduces_the_old_run(t
         assert current({**row, "resolved": now}, plan, cell)
         other = {**now, "config": {**now["config"], "standardize_fair_advantage": "never"}}
         assert not current({**row, "resolved": other}, plan, cell)
+
+
+def test_records_from_before_the_undefined_utility_rule_ran_under_exclude():
+    """fairness_undefined_utility (2026-12-02): a record without it ran as 'exclude' does:
+    it stays current under the default and is stale where a plan asks for 'zero'."""
+    from rllib_fair.reproduce.resolved import upgraded
+
+    cell = Cell("pocar", "lending", 0)
+    for rule, rerun in (("exclude", False), ("zero", True)):
+        lending = {**TINY["settings"]["lending"]}
+        lending["config"] = {**lending["config"], "fairness_undefined_utility": rule}
+        plan = with_resolver(parse_plan({**TINY, "settings": {"lending": lending}}))
+        now = plan.resolver(cell)
+        assert now["config"]["fairness_undefined_utility"] == rule
+        before = {**now, "config": dict(now["config"])}
+        del before["config"]["fairness_undefined_utility"]
+        assert upgraded(before, POCARConfig)["config"]["fairness_undefined_utility"] == "exclude"
+        row = {**_row(plan, cell, None), "resolved": before}
+        assert current(row, plan, cell) is not rerun, rule
